@@ -1,0 +1,30 @@
+package v1alpha1
+
+// Labels and finalizers shared by the backups API and its drivers.
+const (
+	// OwningJobNameLabel names the BackupJob that made an object.
+	OwningJobNameLabel = "backups.cozystack.io/owned-by.BackupJobName"
+	// OwningJobNamespaceLabel names the namespace of the BackupJob that made an object.
+	OwningJobNamespaceLabel = "backups.cozystack.io/owned-by.BackupJobNamespace"
+	// OwningJobUIDLabel carries the UID of the BackupJob that made an object,
+	// so that a re-created BackupJob of the same name never adopts it.
+	OwningJobUIDLabel = "backups.cozystack.io/owned-by.BackupJobUID"
+	// ApplicationNameLabel names the application a Backup or BackupJob is for.
+	ApplicationNameLabel = "backups.cozystack.io/application"
+	// PlanNameLabel names the Plan that scheduled a BackupJob or Backup.
+	PlanNameLabel = "backups.cozystack.io/plan"
+	// SafetyBackupLabel marks a Backup taken by a RestoreJob before it
+	// destroyed anything; its value is the RestoreJob name.
+	SafetyBackupLabel = "backups.cozystack.io/safety-for-restore"
+
+	// CleanupFinalizer is the finalizer the backups API puts on Backups and
+	// RestoreJobs whose teardown needs work.
+	CleanupFinalizer = "backups.cozystack.io/cleanup"
+)
+
+// Condition types written on BackupJobs and RestoreJobs.
+const (
+	// ConditionReady is True when the job succeeded and False while it waits
+	// or after it failed; the reason tells which.
+	ConditionReady = "Ready"
+)

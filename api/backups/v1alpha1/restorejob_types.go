@@ -1,0 +1,92 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// RestoreJobPhase is the coarse lifecycle of a RestoreJob.
+type RestoreJobPhase string
+
+// RestoreJob phases. Succeeded and Failed are terminal.
+const (
+	RestoreJobPhasePending   RestoreJobPhase = "Pending"
+	RestoreJobPhaseRunning   RestoreJobPhase = "Running"
+	RestoreJobPhaseSucceeded RestoreJobPhase = "Succeeded"
+	RestoreJobPhaseFailed    RestoreJobPhase = "Failed"
+)
+
+// IsTerminal reports whether the phase never changes again.
+func (p RestoreJobPhase) IsTerminal() bool {
+	return p == RestoreJobPhaseSucceeded || p == RestoreJobPhaseFailed
+}
+
+// RestoreJobSpec asks for one restore of one Backup.
+type RestoreJobSpec struct {
+	// BackupRef names the Backup, in the RestoreJob's namespace.
+	BackupRef LocalObjectReference `json:"backupRef"`
+	// TargetApplicationRef is where to restore; empty means in place, onto
+	// the Backup's own application.
+	// +optional
+	TargetApplicationRef *TypedLocalObjectReference `json:"targetApplicationRef,omitempty"`
+	// Options are driver-specific. The Etcd driver reads
+	// restoreTimeoutSeconds (int) and safetySnapshot (bool).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	Options *runtime.RawExtension `json:"options,omitempty"`
+}
+
+// RestoreJobStatus is what the driver observed and did.
+type RestoreJobStatus struct {
+	// Phase is Pending, Running, Succeeded or Failed.
+	// +optional
+	Phase RestoreJobPhase `json:"phase,omitempty"`
+	// StartedAt is when the driver first took the job.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+	// CompletedAt is when the job reached a terminal phase.
+	// +optional
+	CompletedAt *metav1.Time `json:"completedAt,omitempty"`
+	// Message explains the phase to a person, including how to recover
+	// after a failure.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Conditions; Ready carries a typed reason while waiting and at the end.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RestoreJob is a request to restore an application from a Backup.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:metadata:annotations="options.cozystack.io/source.backupRef.name=backup"
+// +kubebuilder:metadata:annotations="options.cozystack.io/source.targetApplicationRef.kind=appkind"
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RestoreJob struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec is the request.
+	Spec RestoreJobSpec `json:"spec,omitempty"`
+	// Status is the driver's report.
+	Status RestoreJobStatus `json:"status,omitempty"`
+}
+
+// RestoreJobList is a list of RestoreJobs.
+//
+// +kubebuilder:object:root=true
+type RestoreJobList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the RestoreJobs.
+	Items []RestoreJob `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RestoreJob{}, &RestoreJobList{})
+}

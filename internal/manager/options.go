@@ -1,0 +1,59 @@
+// Package manager wires the controller-runtime manager the driver runs in:
+// its options, caches and the controllers registered on it. cmd/manager, the
+// sandbox and the tests all start the driver through New, so they run the
+// same wiring.
+package manager
+
+import (
+	"flag"
+	"time"
+)
+
+// Options are the driver's settings; each has a command-line flag.
+type Options struct {
+	// MetricsAddr is where Prometheus metrics are served; "0" disables them.
+	MetricsAddr string
+	// ProbeAddr is where /healthz and /readyz are served; "0" disables them.
+	ProbeAddr string
+	// LeaderElect makes replicas elect one active leader.
+	LeaderElect bool
+	// LeaderElectionNamespace holds the leader Lease; empty means the
+	// namespace the pod runs in.
+	LeaderElectionNamespace string
+	// MaxConcurrentReconciles bounds parallel reconciles per controller.
+	MaxConcurrentReconciles int
+	// BackupDeadline bounds how long a BackupJob may wait or run.
+	BackupDeadline time.Duration
+	// RestoreDeadline bounds how long a RestoreJob may run, unless its
+	// spec.options.restoreTimeoutSeconds says otherwise.
+	RestoreDeadline time.Duration
+}
+
+// DefaultOptions returns the settings used when no flag is given.
+func DefaultOptions() Options {
+	return Options{
+		MetricsAddr:             ":8080",
+		ProbeAddr:               ":8081",
+		MaxConcurrentReconciles: 4,
+		BackupDeadline:          20 * time.Minute,
+		RestoreDeadline:         30 * time.Minute,
+	}
+}
+
+// BindFlags registers a flag for each option on fs, defaulting to o.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr,
+		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
+		`Address the /healthz and /readyz endpoints bind to; "0" disables them.`)
+	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
+		"Elect a leader so that only one replica reconciles at a time.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
+		"Namespace of the leader-election Lease (default: the pod's namespace).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
+		"How many objects each controller reconciles in parallel.")
+	fs.DurationVar(&o.BackupDeadline, "backup-deadline", o.BackupDeadline,
+		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
+	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
+		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
+}
