@@ -39,6 +39,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	for _, setup := range controllers {
+		if err := setup(mgr, o); err != nil {
+			return nil, err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("add healthz check: %w", err)
 	}

@@ -1,0 +1,12 @@
+package manager
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// setupFunc registers one controller (with its watches and indexes) on mgr.
+type setupFunc func(mgr ctrl.Manager, o Options) error
+
+// controllers lists every controller the driver runs, in registration order.
+// Each entry lives in its own package under internal/.
+var controllers = []setupFunc{}
