@@ -4,12 +4,15 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -29,6 +32,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// Stepping down promptly on shutdown lets the next replica take
 		// over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions(),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never
 			// holds every Secret of the cluster in memory or needs
@@ -51,4 +55,15 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("add readyz check: %w", err)
 	}
 	return mgr, nil
+}
+
+// cacheOptions narrows the informers of kinds the driver watches only a
+// labelled subset of (member PVCs, restore-claim Leases), so it does not
+// hold every PVC or Lease of the cluster in memory.
+func cacheOptions() cache.Options {
+	byObject := map[client.Object]cache.ByObject{}
+	for obj, sel := range restore.CacheSelectors() {
+		byObject[obj] = cache.ByObject{Label: labels.SelectorFromSet(sel)}
+	}
+	return cache.Options{ByObject: byObject}
 }

@@ -1,0 +1,110 @@
+package restore
+
+import (
+	"context"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+)
+
+// Config are the restore controller's settings.
+type Config struct {
+	// Deadline is the default restore deadline.
+	Deadline time.Duration
+	// MaxConcurrentReconciles bounds parallel reconciles.
+	MaxConcurrentReconciles int
+}
+
+// Setup registers the restore controller on mgr with the manager's client,
+// live reader and event recorder.
+func Setup(mgr ctrl.Manager, cfg Config) error {
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder("etcd-restore"),
+		Deadline: cfg.Deadline,
+	}
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles})
+}
+
+// CacheSelectors restricts the manager's caches for the kinds this
+// controller watches but only cares about a labelled subset of: member PVCs
+// of the "etcd" cluster and restore-claim Leases.
+func CacheSelectors() map[client.Object]map[string]string {
+	return map[client.Object]map[string]string{
+		&corev1.PersistentVolumeClaim{}: {instanceLabel: clusterName},
+		&coordinationv1.Lease{}:         {claim.ComponentLabel: claim.ComponentValue},
+	}
+}
+
+// SetupWithManager wires the watches: everything a restore waits for wakes
+// the RestoreJobs of that namespace; nothing is polled.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
+	byNamespace := handler.EnqueueRequestsFromMapFunc(r.jobsInNamespace(mgr.GetClient()))
+	bySafetyLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		name, ok := obj.GetLabels()[backupsv1alpha1.SafetyBackupLabel]
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+	})
+	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("etcd-restore").
+		WithOptions(opts).
+		For(&backupsv1alpha1.RestoreJob{}).
+		Watches(&backupsv1alpha1.Backup{}, byNamespace).
+		Watches(&coordinationv1.Lease{}, byNamespace).
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, bySafetyLabel).
+		Watches(&etcdv1alpha2.EtcdCluster{}, byNamespace, builder.WithPredicates(clusterOnly)).
+		Watches(&corev1.PersistentVolumeClaim{}, byNamespace).
+		Watches(&helmv2.HelmRelease{}, byNamespace).
+		Complete(r)
+}
+
+// jobsInNamespace maps an object to the RestoreJobs of its namespace that may
+// still act or report: unfinished ones and those still holding a finalizer
+// or waiting to report on their HelmRelease.
+func (r *Reconciler) jobsInNamespace(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		var jobs backupsv1alpha1.RestoreJobList
+		if err := c.List(ctx, &jobs, client.InNamespace(obj.GetNamespace())); err != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		for _, j := range jobs.Items {
+			if j.Status.Phase.IsTerminal() && len(j.Finalizers) == 0 && reportedHelmRelease(&j) {
+				continue
+			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
+		}
+		return out
+	}
+}
+
+func reportedHelmRelease(j *backupsv1alpha1.RestoreJob) bool {
+	for _, c := range j.Status.Conditions {
+		if c.Type == backupsv1alpha1.RestoreConditionHelmReleaseReconciled {
+			switch backupsv1alpha1.RestoreReason(c.Reason) {
+			case backupsv1alpha1.ReasonHelmReleaseReady, backupsv1alpha1.ReasonHelmReleaseLeftSuspended,
+				backupsv1alpha1.ReasonHelmReleaseNotFound:
+				return true
+			}
+			return false
+		}
+	}
+	return j.Status.Phase == backupsv1alpha1.RestoreJobPhaseFailed
+}
