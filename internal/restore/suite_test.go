@@ -106,15 +106,24 @@ type fault struct {
 var errInjected = errors.New("injected fault")
 
 type writeLog struct {
-	mu    sync.Mutex
-	byNS  map[string][]string
-	fault *fault
+	mu     sync.Mutex
+	byNS   map[string][]string
+	faults map[string]*fault
 }
 
 func (w *writeLog) inject(f *fault) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.fault = f
+	if w.faults == nil {
+		w.faults = map[string]*fault{}
+	}
+	w.faults[f.ns] = f
+}
+
+func (w *writeLog) fired(ns string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.faults[ns] != nil && w.faults[ns].fired
 }
 
 func (w *writeLog) of(ns string) []string {
@@ -126,8 +135,8 @@ func (w *writeLog) of(ns string) []string {
 // do runs one write through the fault injector and records it when applied.
 func (w *writeLog) do(ns, point string, write func() error) error {
 	w.mu.Lock()
-	f := w.fault
-	hit := f != nil && !f.fired && f.ns == ns && f.point == point
+	f := w.faults[ns]
+	hit := f != nil && !f.fired && f.point == point
 	if hit {
 		f.fired = true
 	}
@@ -194,6 +203,9 @@ func (w *writeLog) funcs() interceptor.Funcs {
 			id := "status"
 			if rj, ok := obj.(*backupsv1alpha1.RestoreJob); ok {
 				id = "status " + readyReason(rj)
+				if readyReason(rj) == "" {
+					id = "status (no reason)"
+				}
 			}
 			return w.do(obj.GetNamespace(), id, func() error { return c.SubResource(sub).Patch(ctx, obj, p, opts...) })
 		},
@@ -368,6 +380,10 @@ type operator struct {
 	holdBootstrap bool
 	// failSnapshots fails every EtcdSnapshot.
 	failSnapshots bool
+	// bootstrapAfter, when set, lets a re-created cluster become healthy
+	// only once a RestoreJob of the namespace reports this Ready reason
+	// (so every waiting state is seen, deterministically).
+	bootstrapAfter backupsv1alpha1.RestoreReason
 	stop          context.CancelFunc
 }
 
@@ -392,8 +408,11 @@ func (op *operator) set(f func(op *operator)) {
 
 func (op *operator) step(ctx context.Context) {
 	op.mu.Lock()
-	hold, fail := op.holdBootstrap, op.failSnapshots
+	hold, fail, after := op.holdBootstrap, op.failSnapshots, op.bootstrapAfter
 	op.mu.Unlock()
+	if after != "" && !hold {
+		hold = !anyJobReports(ctx, op.ns, after)
+	}
 	var snaps etcdv1alpha2.EtcdSnapshotList
 	if k.List(ctx, &snaps, client.InNamespace(op.ns)) == nil {
 		for i := range snaps.Items {
@@ -504,4 +523,17 @@ func leaseCount(g Gomega, ns string) int {
 func bootstrapKey(u *unstructured.Unstructured) string {
 	key, _, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
 	return key
+}
+
+func anyJobReports(ctx context.Context, ns string, reason backupsv1alpha1.RestoreReason) bool {
+	var jobs backupsv1alpha1.RestoreJobList
+	if k.List(ctx, &jobs, client.InNamespace(ns)) != nil {
+		return false
+	}
+	for i := range jobs.Items {
+		if readyReason(&jobs.Items[i]) == string(reason) {
+			return true
+		}
+	}
+	return false
 }
