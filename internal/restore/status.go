@@ -25,6 +25,10 @@ func desiredStatus(o *observation, d decision) backupsv1alpha1.RestoreJobStatus 
 		}
 		return st
 	}
+	if d.state == stateIgnore {
+		// Another driver's RestoreJob: not a byte of it is ours to write.
+		return st
+	}
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
 	if st.StartedAt == nil && heldByUs {
 		st.StartedAt = &now

@@ -384,7 +384,7 @@ type operator struct {
 	// only once a RestoreJob of the namespace reports this Ready reason
 	// (so every waiting state is seen, deterministically).
 	bootstrapAfter backupsv1alpha1.RestoreReason
-	stop          context.CancelFunc
+	stop           context.CancelFunc
 }
 
 func startOperator(t *testing.T, ns string) *operator {
@@ -537,3 +537,5 @@ func anyJobReports(ctx context.Context, ns string, reason backupsv1alpha1.Restor
 	}
 	return false
 }
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
