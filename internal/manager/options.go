@@ -27,6 +27,9 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// SkipControllerNameValidation allows several managers in one process
+	// (tests and the sandbox start and stop managers repeatedly). No flag.
+	SkipControllerNameValidation bool
 }
 
 // DefaultOptions returns the settings used when no flag is given.
