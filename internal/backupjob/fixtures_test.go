@@ -24,7 +24,7 @@ import (
 // world is one test's tenant: a namespace with an Etcd application and its
 // EtcdCluster, plus a cluster-scoped strategy and BackupClass of its own.
 type world struct {
-	t        *testing.T
+	t        testing.TB
 	g        *WithT
 	ctx      context.Context
 	ns       string
@@ -32,7 +32,7 @@ type world struct {
 	strategy string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -45,6 +45,12 @@ func newWorld(t *testing.T) *world {
 // startDriver runs the driver's real manager wiring until the test ends.
 func (w *world) startDriver(mutate func(*manager.Options)) {
 	w.t.Helper()
+	w.startDriverCtx(context.Background(), mutate)
+}
+
+// startDriverCtx runs the driver until parent is cancelled or the test ends.
+func (w *world) startDriverCtx(parent context.Context, mutate func(*manager.Options)) {
+	w.t.Helper()
 	o := manager.DefaultOptions()
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	o.SkipControllerNameValidation = true
@@ -53,7 +59,7 @@ func (w *world) startDriver(mutate func(*manager.Options)) {
 	}
 	mgr, err := manager.New(env.Config, o)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	w.t.Cleanup(func() {

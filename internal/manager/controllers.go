@@ -20,7 +20,7 @@ var controllers = []setupFunc{
 
 func setupBackupJobs(mgr ctrl.Manager, o Options) error {
 	r := &backupjob.Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Deadline:  o.BackupDeadline,
