@@ -6,9 +6,9 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"io"
 	"runtime"
 
 	"k8s.io/client-go/rest"
