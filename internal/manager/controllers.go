@@ -2,9 +2,14 @@ package manager
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 )
+
+// EventSource is the reporting controller name on the driver's Events.
+const EventSource = "etcd-backup-driver"
 
 // setupFunc registers one controller (with its watches and indexes) on mgr.
 type setupFunc func(mgr ctrl.Manager, o Options) error
@@ -12,7 +17,26 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 // controllers lists every controller the driver runs, in registration order.
 // Each entry lives in its own package under internal/.
 var controllers = []setupFunc{
-	func(mgr ctrl.Manager, o Options) error {
-		return restore.Setup(mgr, restore.Config{Deadline: o.RestoreDeadline, MaxConcurrentReconciles: o.MaxConcurrentReconciles})
-	},
+	setupBackupJobs,
+	setupRestores,
+}
+
+func setupBackupJobs(mgr ctrl.Manager, o Options) error {
+	r := &backupjob.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Deadline:  o.BackupDeadline,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupRestores(mgr ctrl.Manager, o Options) error {
+	r := &restore.Reconciler{
+		Client:   o.client(mgr),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder(EventSource),
+		Deadline: o.RestoreDeadline,
+	}
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }

@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,37 +16,12 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 )
 
-// Config are the restore controller's settings.
-type Config struct {
-	// Deadline is the default restore deadline.
-	Deadline time.Duration
-	// MaxConcurrentReconciles bounds parallel reconciles.
-	MaxConcurrentReconciles int
-}
-
-// Setup registers the restore controller on mgr with the manager's client,
-// live reader and event recorder.
-func Setup(mgr ctrl.Manager, cfg Config) error {
-	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder("etcd-restore"),
-		Deadline: cfg.Deadline,
-	}
-	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: cfg.MaxConcurrentReconciles})
-}
-
-// CacheSelectors restricts the manager's caches for the kinds this
-// controller watches but only cares about a labelled subset of: member PVCs
-// of the "etcd" cluster and restore-claim Leases.
-func CacheSelectors() map[client.Object]map[string]string {
-	return map[client.Object]map[string]string{
-		&corev1.PersistentVolumeClaim{}: {instanceLabel: clusterName},
-		&coordinationv1.Lease{}:         {claim.ComponentLabel: claim.ComponentValue},
-	}
+// MemberPVCLabels selects the member PVCs of the cluster a restore replaces;
+// the manager restricts its PVC cache to them.
+func MemberPVCLabels() map[string]string {
+	return map[string]string{instanceLabel: clusterName}
 }
 
 // SetupWithManager wires the watches: everything a restore waits for wakes

@@ -51,9 +51,9 @@ func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, func(env *testenv.Env) {
 		k = env.Client
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logSink())))
-		byObject := map[client.Object]cache.ByObject{}
-		for obj, sel := range CacheSelectors() {
-			byObject[obj] = cache.ByObject{Label: labels.SelectorFromSet(sel)}
+		byObject := map[client.Object]cache.ByObject{
+			&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(MemberPVCLabels())},
+			&coordinationv1.Lease{}:         {Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
 		}
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 			Scheme:  driverscheme.New(),
