@@ -46,6 +46,10 @@ type observation struct {
 
 	snapshot     *etcdv1alpha2.EtcdSnapshot
 	safetyBackup *backupsv1alpha1.Backup
+	// inflight names other EtcdSnapshots of the cluster still running
+	// (BackupJobs that started before the claim); the cluster is not
+	// touched under them.
+	inflight []string
 
 	capture    *capture
 	captureErr error
@@ -121,6 +125,16 @@ func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
 		return err
 	} else if found && b.Labels[backupsv1alpha1.RestoreJobUIDLabel] == string(o.job.UID) {
 		o.safetyBackup = b
+	}
+	var snaps etcdv1alpha2.EtcdSnapshotList
+	if err := r.Reader.List(ctx, &snaps, client.InNamespace(o.job.Namespace)); err != nil {
+		return fmt.Errorf("list EtcdSnapshots in %s: %w", o.job.Namespace, err)
+	}
+	for _, s := range snaps.Items {
+		running := s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete && s.Status.Phase != etcdv1alpha2.SnapshotPhaseFailed
+		if running && s.Name != name && s.Spec.ClusterRef.Name == clusterName {
+			o.inflight = append(o.inflight, s.Name)
+		}
 	}
 	return nil
 }

@@ -44,6 +44,8 @@ func decideSafety(o *observation) decision {
 			return decision{state: stateHandOverSnapshot, reason: backupsv1alpha1.ReasonSafetyBackupRecorded,
 				message: "handing safety EtcdSnapshot " + s.Name + " over to its Backup"}
 		}
+	} else if len(o.inflight) > 0 {
+		return waitSnapshots(o)
 	} else if !skipSafety(o) {
 		if o.cluster == nil {
 			return failure(o, backupsv1alpha1.ReasonSourceClusterNotFound, "EtcdCluster "+clusterName+" disappeared before it was captured")

@@ -28,13 +28,6 @@ func MemberPVCLabels() map[string]string {
 // the RestoreJobs of that namespace; nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	byNamespace := handler.EnqueueRequestsFromMapFunc(r.jobsInNamespace(mgr.GetClient()))
-	bySafetyLabel := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
-		name, ok := obj.GetLabels()[backupsv1alpha1.SafetyBackupLabel]
-		if !ok {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
-	})
 	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("etcd-restore").
@@ -42,7 +35,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		For(&backupsv1alpha1.RestoreJob{}).
 		Watches(&backupsv1alpha1.Backup{}, byNamespace).
 		Watches(&coordinationv1.Lease{}, byNamespace).
-		Watches(&etcdv1alpha2.EtcdSnapshot{}, bySafetyLabel).
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, byNamespace).
 		Watches(&etcdv1alpha2.EtcdCluster{}, byNamespace, builder.WithPredicates(clusterOnly)).
 		Watches(&corev1.PersistentVolumeClaim{}, byNamespace).
 		Watches(&helmv2.HelmRelease{}, byNamespace).

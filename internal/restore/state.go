@@ -28,6 +28,8 @@ const (
 	stateFail
 	stateWaitClaim
 	stateAcquireClaim
+	// stateWaitSnapshots: BackupJob snapshots of the cluster are running.
+	stateWaitSnapshots
 	stateCreateSafetySnapshot
 	stateWaitSafetySnapshot
 	stateRecordSafetyBackup
@@ -49,7 +51,7 @@ const (
 
 var stateNames = map[state]string{
 	stateIgnore: "Ignore", stateWaitBackup: "WaitBackup", stateAddFinalizer: "AddFinalizer",
-	stateFail: "Fail", stateWaitClaim: "WaitClaim", stateAcquireClaim: "AcquireClaim",
+	stateFail: "Fail", stateWaitClaim: "WaitClaim", stateAcquireClaim: "AcquireClaim", stateWaitSnapshots: "WaitSnapshots",
 	stateCreateSafetySnapshot: "CreateSafetySnapshot", stateWaitSafetySnapshot: "WaitSafetySnapshot",
 	stateRecordSafetyBackup: "RecordSafetyBackup", stateHandOverSnapshot: "HandOverSnapshot",
 	stateCapture: "Capture", stateSuspendHelmRelease: "SuspendHelmRelease",
@@ -63,7 +65,7 @@ func (s state) String() string { return stateNames[s] }
 
 // waits reports whether s only waits for someone else.
 func (s state) waits() bool {
-	return s == stateWaitBackup || s == stateWaitClaim || s == stateWaitSafetySnapshot ||
+	return s == stateWaitBackup || s == stateWaitClaim || s == stateWaitSafetySnapshot || s == stateWaitSnapshots ||
 		s == stateWaitPurge || s == stateWaitHealthy || s == stateIgnore
 }
 
@@ -212,6 +214,9 @@ func decideLiveCluster(o *observation) decision {
 		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster,
 			message: "waiting for EtcdCluster " + clusterName + " to be deleted"}
 	}
+	if len(o.inflight) > 0 {
+		return waitSnapshots(o)
+	}
 	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster,
 		message: "deleting EtcdCluster " + clusterName}
 }
@@ -294,4 +299,12 @@ func recoveryAdvice(o *observation) string {
 		msg += " No safety Backup was taken."
 	}
 	return msg
+}
+
+// waitSnapshots holds the restore while a BackupJob that started before the
+// claim still streams a snapshot of the cluster: deleting the cluster under
+// it would fail that backup for no reason.
+func waitSnapshots(o *observation) decision {
+	return decision{state: stateWaitSnapshots, reason: backupsv1alpha1.ReasonWaitingForSnapshots, message: fmt.Sprintf(
+		"waiting for running EtcdSnapshot(s) %v of EtcdCluster %s to finish before touching it", o.inflight, clusterName)}
 }

@@ -35,6 +35,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -76,6 +77,13 @@ func TestMain(m *testing.M) {
 			Deadline: 30 * time.Minute,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
+			panic(err)
+		}
+		// The BackupJob controller runs too, to show BackupJobs wait for a
+		// restore's claim.
+		bj := &backupjob.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("etcd-backup"), Deadline: time.Minute}
+		if err := bj.SetupWithManager(mgr, 2); err != nil {
 			panic(err)
 		}
 		go func() {
@@ -384,7 +392,9 @@ type operator struct {
 	// only once a RestoreJob of the namespace reports this Ready reason
 	// (so every waiting state is seen, deterministically).
 	bootstrapAfter backupsv1alpha1.RestoreReason
-	stop           context.CancelFunc
+	// leaveSnapshot is a snapshot the operator does not complete.
+	leaveSnapshot string
+	stop          context.CancelFunc
 }
 
 func startOperator(t *testing.T, ns string) *operator {
@@ -408,7 +418,7 @@ func (op *operator) set(f func(op *operator)) {
 
 func (op *operator) step(ctx context.Context) {
 	op.mu.Lock()
-	hold, fail, after := op.holdBootstrap, op.failSnapshots, op.bootstrapAfter
+	hold, fail, after, leave := op.holdBootstrap, op.failSnapshots, op.bootstrapAfter, op.leaveSnapshot
 	op.mu.Unlock()
 	if after != "" && !hold {
 		hold = !anyJobReports(ctx, op.ns, after)
@@ -417,7 +427,7 @@ func (op *operator) step(ctx context.Context) {
 	if k.List(ctx, &snaps, client.InNamespace(op.ns)) == nil {
 		for i := range snaps.Items {
 			s := &snaps.Items[i]
-			if s.Status.Phase != "" {
+			if s.Status.Phase != "" || s.Name == leave {
 				continue
 			}
 			if fail {

@@ -34,6 +34,7 @@ type RestoreReason string
 const (
 	ReasonBackupNotFound           RestoreReason = "BackupNotFound"
 	ReasonWaitingForClaim          RestoreReason = "WaitingForClaim"
+	ReasonWaitingForSnapshots      RestoreReason = "WaitingForSnapshots"
 	ReasonClaimAcquired            RestoreReason = "ClaimAcquired"
 	ReasonClaimReleased            RestoreReason = "ClaimReleased"
 	ReasonSafetySnapshotRunning    RestoreReason = "SafetySnapshotRunning"
