@@ -48,7 +48,17 @@ func helmReleaseCondition(o *observation) *metav1.Condition {
 		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling, "HelmRelease "+o.app+" is still suspended")
 	}
 	ready := meta.FindStatusCondition(o.hr.Status.Conditions, "Ready")
-	if ready == nil || ready.ObservedGeneration < o.hr.Generation {
+	// Ready must describe the resumed generation, not the one before the
+	// suspension; conditions without their own generation fall back to
+	// the status-level one.
+	gen := int64(0)
+	if ready != nil {
+		gen = ready.ObservedGeneration
+		if gen == 0 {
+			gen = o.hr.Status.ObservedGeneration
+		}
+	}
+	if ready == nil || gen < o.hr.Generation {
 		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling,
 			"waiting for HelmRelease "+o.app+" to reconcile its resumed generation")
 	}
