@@ -201,3 +201,19 @@ func TestSafetySnapshotFailed(t *testing.T) {
 		g.Expect(w).NotTo(Or(ContainSubstring("EtcdCluster"), ContainSubstring("HelmRelease"), ContainSubstring("ConfigMap")))
 	}
 }
+
+// A Backup read that fails (API server timeout) is retried, never a failure.
+func TestTransientBackupReadRetries(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	failBackupReads(ns, 4)
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
+	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	g.Expect(failedBackupReads(ns)).To(Equal(4))
+	g.Expect(writes.of(ns)).NotTo(ContainElement(ContainSubstring("Failed")))
+	g.Expect(writes.of(ns)).NotTo(ContainElement("status " + string(backupsv1alpha1.ReasonBackupNotFound)))
+}

@@ -13,6 +13,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,7 +64,7 @@ func TestMain(m *testing.M) {
 		}
 		r := &Reconciler{
 			Client:   interceptor.NewClient(direct, writes.funcs()),
-			Reader:   mgr.GetAPIReader(),
+			Reader:   &flakyReader{Reader: mgr.GetAPIReader()},
 			Recorder: mgr.GetEventRecorder("etcd-restore"),
 			Deadline: 30 * time.Minute,
 		}
@@ -209,4 +210,43 @@ func (w *writeLog) funcs() interceptor.Funcs {
 			return w.do(obj.GetNamespace(), id, func() error { return c.SubResource(sub).Patch(ctx, obj, p, opts...) })
 		},
 	}
+}
+
+// flakyReader fails the next reads of Backups in chosen namespaces with a
+// server timeout, as an API server under load would.
+type flakyReader struct {
+	client.Reader
+}
+
+var backupReadFailures = struct {
+	sync.Mutex
+	left, failed map[string]int
+}{left: map[string]int{}, failed: map[string]int{}}
+
+func failBackupReads(ns string, n int) {
+	backupReadFailures.Lock()
+	defer backupReadFailures.Unlock()
+	backupReadFailures.left[ns] = n
+}
+
+func failedBackupReads(ns string) int {
+	backupReadFailures.Lock()
+	defer backupReadFailures.Unlock()
+	return backupReadFailures.failed[ns]
+}
+
+func (f *flakyReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*backupsv1alpha1.Backup); ok {
+		backupReadFailures.Lock()
+		fail := backupReadFailures.left[key.Namespace] > 0
+		if fail {
+			backupReadFailures.left[key.Namespace]--
+			backupReadFailures.failed[key.Namespace]++
+		}
+		backupReadFailures.Unlock()
+		if fail {
+			return apierrors.NewServerTimeout(backupsv1alpha1.GroupVersion.WithResource("backups").GroupResource(), "get", 1)
+		}
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
 }
