@@ -12,7 +12,9 @@ import (
 const appKind = "Etcd"
 
 // preflight returns a terminal reason and message when the RestoreJob must
-// be refused before anything is changed, or "" when it may proceed.
+// be refused before anything is changed, or "" when it may proceed. It
+// checks the request and the Backup; clusterPreflight checks the live
+// cluster, which only means something once no other restore holds it.
 func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	b := o.backup
 	if o.optsErr != nil {
@@ -31,6 +33,11 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 		}
 		return backupsv1alpha1.ReasonUnrecognisedArtifact, err.Error() + "."
 	}
+	return "", ""
+}
+
+// clusterPreflight refuses a restore whose live cluster cannot be its model.
+func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	if o.cluster == nil {
 		return backupsv1alpha1.ReasonSourceClusterNotFound, fmt.Sprintf(
 			"EtcdCluster %s/%s does not exist, so there is no shape (version, size, TLS) to re-create it with; deploy the Etcd application %s first.",

@@ -133,8 +133,13 @@ func decideBeforeClaim(o *observation, defaultTimeout time.Duration) decision {
 		return decision{state: stateFail, reason: reason, message: msg + " Nothing was changed."}
 	}
 	if o.holder != nil && !o.holder.HeldBy(o.job) {
+		// The cluster may be mid-replacement by the holder: judge it only
+		// once the claim is free.
 		return decision{state: stateWaitClaim, reason: backupsv1alpha1.ReasonWaitingForClaim, message: fmt.Sprintf(
 			"waiting for RestoreJob %s to finish its restore of application %s", o.holder.Name, o.app)}
+	}
+	if reason, msg := clusterPreflight(o); reason != "" {
+		return decision{state: stateFail, reason: reason, message: msg + " Nothing was changed."}
 	}
 	if o.holder == nil {
 		return decision{state: stateAcquireClaim, reason: backupsv1alpha1.ReasonWaitingForClaim,

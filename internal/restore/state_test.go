@@ -70,6 +70,13 @@ func TestDecide(t *testing.T) {
 			o.job.Status.StartedAt, o.capture = nil, nil
 			o.holder = &claim.Holder{Name: "other", UID: "uid-2"}
 		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
+		"queued while the holder has deleted the cluster: wait, not refuse": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped = nil, nil, nil, nil
+			o.holder = &claim.Holder{Name: "other", UID: "uid-2"}
+		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
+		"claim free and no cluster: refused": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped, o.holder = nil, nil, nil, nil, nil
+		}, stateFail, backupsv1alpha1.ReasonSourceClusterNotFound},
 		"HelmRelease resumed by someone mid-restore is suspended again": {func(o *observation) { o.hr.Spec.Suspend = false },
 			stateSuspendHelmRelease, backupsv1alpha1.ReasonHelmReleaseSuspended},
 		"old cluster present: delete it": {func(o *observation) {}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
