@@ -159,9 +159,9 @@ func (r *Reconciler) failNow(ctx context.Context, o *observation, reason backups
 func (r *Reconciler) patchFinalizer(ctx context.Context, job *backupsv1alpha1.RestoreJob, add bool) error {
 	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if add {
-		controllerutil.AddFinalizer(job, backupsv1alpha1.CleanupFinalizer)
+		controllerutil.AddFinalizer(job, backupsv1alpha1.RestoreFinalizer)
 	} else {
-		controllerutil.RemoveFinalizer(job, backupsv1alpha1.CleanupFinalizer)
+		controllerutil.RemoveFinalizer(job, backupsv1alpha1.RestoreFinalizer)
 	}
 	if err := r.Client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("update finalizer of RestoreJob %s/%s: %w", job.Namespace, job.Name, err)

@@ -81,7 +81,7 @@ type decision struct {
 // decide maps an observation to one decision. It is pure: no I/O.
 func decide(o *observation, defaultTimeout time.Duration) decision {
 	job := o.job
-	owned := controllerutil.ContainsFinalizer(job, backupsv1alpha1.CleanupFinalizer)
+	owned := controllerutil.ContainsFinalizer(job, backupsv1alpha1.RestoreFinalizer)
 	if job.Status.Phase.IsTerminal() {
 		return decideCleanup(o, owned)
 	}

@@ -21,7 +21,7 @@ var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 // held, capture taken, HelmRelease suspended, the old cluster still there.
 func world() *observation {
 	job := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rj", UID: "uid-1",
-		CreationTimestamp: metav1.NewTime(t0), Finalizers: []string{backupsv1alpha1.CleanupFinalizer}}}
+		CreationTimestamp: metav1.NewTime(t0), Finalizers: []string{backupsv1alpha1.RestoreFinalizer}}}
 	started := metav1.NewTime(t0)
 	job.Status.StartedAt = &started
 	job.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning

@@ -80,8 +80,16 @@ const (
 	ReasonHelmReleaseLeftSuspended RestoreReason = "HelmReleaseLeftSuspended"
 )
 
-// Labels and annotations of the restore path.
+// Labels, annotations and the finalizer of the restore path.
 const (
+	// RestoreFinalizer holds an Etcd RestoreJob until the driver has handed
+	// the application back (HelmRelease prior state, claim released). It is
+	// the driver's own, not the core's shared CleanupFinalizer, so a core
+	// controller that strips that one on deletion cannot cut a restore's
+	// cleanup short, and the driver never mistakes another driver's
+	// RestoreJob for its own.
+	RestoreFinalizer = "strategy.backups.cozystack.io/etcd-restore"
+
 	// RestoreJobUIDLabel carries the UID of the RestoreJob that made an
 	// object (safety snapshot, safety Backup, capture), so a re-created
 	// RestoreJob of the same name never adopts it.
