@@ -2,6 +2,8 @@ package manager
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 )
 
 // setupFunc registers one controller (with its watches and indexes) on mgr.
@@ -9,4 +11,6 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 
 // controllers lists every controller the driver runs, in registration order.
 // Each entry lives in its own package under internal/.
-var controllers = []setupFunc{}
+var controllers = []setupFunc{
+	func(mgr ctrl.Manager, o Options) error { return plan.Setup(mgr, o.MaxConcurrentReconciles) },
+}
