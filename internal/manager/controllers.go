@@ -3,6 +3,7 @@ package manager
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 )
 
@@ -13,4 +14,5 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 // Each entry lives in its own package under internal/.
 var controllers = []setupFunc{
 	func(mgr ctrl.Manager, o Options) error { return plan.Setup(mgr, o.MaxConcurrentReconciles) },
+	func(mgr ctrl.Manager, o Options) error { return backupdeletion.Setup(mgr, o.MaxConcurrentReconciles) },
 }
