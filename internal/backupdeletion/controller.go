@@ -51,7 +51,7 @@ type Reconciler struct {
 	Objects ObjectDeleter
 }
 
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // IsEtcdBackup reports whether b was taken by the Etcd strategy.
 func IsEtcdBackup(b *backupsv1alpha1.Backup) bool {
 	ref := b.Spec.StrategyRef
-	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == "Etcd"
+	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == strategyv1alpha1.EtcdStrategyKind
 }
 
 func (r *Reconciler) ensureFinalizer(ctx context.Context, b *backupsv1alpha1.Backup) error {
@@ -132,14 +132,4 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		For(&backupsv1alpha1.Backup{}, builder.WithPredicates(etcdOnly)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
-}
-
-// Setup registers the controller on mgr with the real S3 client.
-func Setup(mgr ctrl.Manager, maxConcurrent int) error {
-	r := &Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(ControllerName),
-	}
-	return r.SetupWithManager(mgr, maxConcurrent)
 }

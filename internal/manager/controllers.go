@@ -1,11 +1,16 @@
 package manager
 
 import (
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 )
+
+// EventSource is the reporting controller name on the driver's Events.
+const EventSource = "etcd-backup-driver"
 
 // setupFunc registers one controller (with its watches and indexes) on mgr.
 type setupFunc func(mgr ctrl.Manager, o Options) error
@@ -13,6 +18,36 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 // controllers lists every controller the driver runs, in registration order.
 // Each entry lives in its own package under internal/.
 var controllers = []setupFunc{
-	func(mgr ctrl.Manager, o Options) error { return plan.Setup(mgr, o.MaxConcurrentReconciles) },
-	func(mgr ctrl.Manager, o Options) error { return backupdeletion.Setup(mgr, o.MaxConcurrentReconciles) },
+	setupBackupJobs,
+	setupPlans,
+	setupBackupDeletion,
+}
+
+func setupBackupJobs(mgr ctrl.Manager, o Options) error {
+	r := &backupjob.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Deadline:  o.BackupDeadline,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupPlans(mgr ctrl.Manager, o Options) error {
+	r := &plan.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Clock:     clock.RealClock{},
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupBackupDeletion(mgr ctrl.Manager, o Options) error {
+	r := &backupdeletion.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

@@ -41,7 +41,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans/status,verbs=get;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
