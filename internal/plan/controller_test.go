@@ -310,3 +310,38 @@ func TestRetention(t *testing.T) {
 	g.Expect(backupNames(g, ns)).To(ConsistOf("b3", "b4", "b5", "other"))
 	g.Expect(containing(h.events(), reasonBackupPruned)).To(HaveLen(2))
 }
+
+// staleCache hides every RestoreJob, as a cache that has not yet seen a
+// RestoreJob created a moment ago would.
+type staleCache struct{ client.Client }
+
+func (c staleCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*backupsv1alpha1.RestoreJobList); ok {
+		return nil
+	}
+	return c.Client.List(ctx, list, opts...)
+}
+
+// Retention confirms with the API server that no restore reads a Backup
+// before deleting it, whatever the cache says.
+func TestRetentionDoesNotTrustTheCacheAboutRestores(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "keep1", "@yearly", "", func(p *backupsv1alpha1.Plan) {
+		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)}
+	})
+	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
+	createBackup(g, ns, "old", "keep1", now.Add(-2*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	createBackup(g, ns, "new", "keep1", now.Add(-1*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	g.Expect(env.Client.Create(ctx, &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "just-created"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "old"}},
+	})).To(Succeed())
+
+	h := newHarness(now)
+	h.r.Client = staleCache{env.Client}
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(backupNames(g, ns)).To(ConsistOf("old", "new"))
+}

@@ -25,7 +25,7 @@ type observed struct {
 }
 
 func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*observed, error) {
-	obs := &observed{inUse: map[string]bool{}}
+	obs := &observed{}
 	ns := client.InNamespace(plan.Namespace)
 
 	var jobs backupsv1alpha1.BackupJobList
@@ -54,16 +54,28 @@ func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*
 		}
 	}
 
-	var restores backupsv1alpha1.RestoreJobList
-	if err := r.Client.List(ctx, &restores, ns); err != nil {
-		return nil, fmt.Errorf("list RestoreJobs in %s: %w", plan.Namespace, err)
+	inUse, err := restoresInProgress(ctx, r.Client, plan.Namespace)
+	if err != nil {
+		return nil, err
 	}
+	obs.inUse = inUse
+	return obs, nil
+}
+
+// restoresInProgress names the Backups that unfinished RestoreJobs in
+// namespace read.
+func restoresInProgress(ctx context.Context, c client.Reader, namespace string) (map[string]bool, error) {
+	var restores backupsv1alpha1.RestoreJobList
+	if err := c.List(ctx, &restores, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list RestoreJobs in %s: %w", namespace, err)
+	}
+	inUse := map[string]bool{}
 	for _, rj := range restores.Items {
 		if !rj.Status.Phase.IsTerminal() {
-			obs.inUse[rj.Spec.BackupRef.Name] = true
+			inUse[rj.Spec.BackupRef.Name] = true
 		}
 	}
-	return obs, nil
+	return inUse, nil
 }
 
 func ownedBy(j *backupsv1alpha1.BackupJob, plan *backupsv1alpha1.Plan) bool {

@@ -48,8 +48,18 @@ func (r *Reconciler) pruneJobs(ctx context.Context, plan *backupsv1alpha1.Plan, 
 // deletion itself (snapshot and, by policy, the stored object) is the
 // Backup finalizer's work.
 func (r *Reconciler) applyRetention(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, now time.Time) error {
+	prunes := BackupsToPrune(obs.backups, plan.Spec.Retention, obs.inUse, now)
+	if len(prunes) == 0 {
+		return nil
+	}
+	// A RestoreJob created a moment ago may not be in the cache yet; ask
+	// the API server before deleting anything a restore might be reading.
+	inUse, err := restoresInProgress(ctx, r.APIReader, plan.Namespace)
+	if err != nil {
+		return err
+	}
 	var errs []error
-	for _, p := range BackupsToPrune(obs.backups, plan.Spec.Retention, obs.inUse, now) {
+	for _, p := range BackupsToPrune(obs.backups, plan.Spec.Retention, inUse, now) {
 		b := p.Backup
 		err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
