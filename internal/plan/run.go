@@ -121,6 +121,10 @@ func (r *Reconciler) skip(plan *backupsv1alpha1.Plan, reason string, n int, last
 		plan.Status.LastSkippedTime = &metav1.Time{Time: last}
 	}
 	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionFalse, reason, msg)
+	if reason == backupsv1alpha1.PlanReasonSuspended {
+		// Asked for; a Warning at every tick would only be noise.
+		return
+	}
 	r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", msg)
 }
 
