@@ -344,3 +344,35 @@ func TestScopeAndForeignSnapshots(t *testing.T) {
 	g.Expect(gone(g, f.backup)).To(BeTrue())
 	g.Expect(gone(g, f.snapshot)).To(BeFalse())
 }
+
+// The object of a Backup an unfinished RestoreJob reads is kept until the
+// restore ends; then the deletion completes.
+func TestDeletionWaitsForARunningRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-restoring", strategyv1alpha1.DeletionPolicyDelete)
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: f.backup.Name}},
+	}
+	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
+	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
+	h := newHarness()
+	deleteBackup(g, h, f.backup)
+
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(gone(g, f.backup)).To(BeFalse())
+	g.Expect(objectExists(g, f.key)).To(BeTrue())
+	cond := meta.FindStatusCondition(f.backup.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
+	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.BackupReasonInUseByRestore))
+	g.Expect(backupOfRestore(ctx, rj)).To(HaveLen(1))
+
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(gone(g, f.backup)).To(BeTrue())
+	g.Expect(objectExists(g, f.key)).To(BeFalse())
+}

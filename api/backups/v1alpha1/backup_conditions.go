@@ -17,6 +17,9 @@ const (
 	// object is (or says it unusably), so it cannot be deleted; an admin may
 	// skip the object deletion with an annotation.
 	BackupReasonUnresolvableArtifact = "UnresolvableArtifact"
+	// BackupReasonInUseByRestore: an unfinished RestoreJob reads the
+	// Backup, so its object is kept until the restore ends.
+	BackupReasonInUseByRestore = "InUseByRestore"
 	// BackupReasonSnapshotDeleteFailed: deleting the EtcdSnapshot failed.
 	BackupReasonSnapshotDeleteFailed = "SnapshotDeleteFailed"
 )
