@@ -64,7 +64,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	sched, err := r.validate(&plan)
 	if err != nil {
-		return ctrl.Result{}, errors.Join(r.patchStatus(ctx, before, &plan), reconcile.TerminalError(err))
+		// A failed status write is worth retrying; the bad spec is not.
+		if perr := r.patchStatus(ctx, before, &plan); perr != nil {
+			return ctrl.Result{}, perr
+		}
+		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
 	obs, err := r.observe(ctx, &plan)
