@@ -34,11 +34,15 @@ func setupBackupJobs(mgr ctrl.Manager, o Options) error {
 }
 
 func setupPlans(mgr ctrl.Manager, o Options) error {
+	var clk clock.PassiveClock = clock.RealClock{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
 	r := &plan.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(EventSource),
-		Clock:     clock.RealClock{},
+		Clock:     clk,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

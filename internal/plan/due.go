@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // DefaultStartingDeadline is how late a run may start when the Plan does not
@@ -49,7 +51,7 @@ func DueRuns(s Schedule, after, now time.Time, deadline time.Duration) Runs {
 		if r.Missed >= maxCountedMisses {
 			// Jump to the deadline window instead of walking every run.
 			r.Truncated = true
-			t = s.Next(windowStart.Add(-time.Second))
+			t = jumpTo(s, t, windowStart)
 			for !t.IsZero() && t.Before(windowStart) {
 				r.LastSkipped = t
 				t = s.Next(t)
@@ -68,6 +70,20 @@ func DueRuns(s Schedule, after, now time.Time, deadline time.Duration) Runs {
 	}
 	r.Next = t
 	return r
+}
+
+// jumpTo returns a run of s at or after t, near but not after from when
+// possible, without walking every run in between. An @every schedule is
+// anchored on its previous run, so it jumps by whole intervals to keep its
+// phase; a cron schedule is anchored on the clock.
+func jumpTo(s Schedule, t, from time.Time) time.Time {
+	if every, ok := s.(cron.ConstantDelaySchedule); ok && every.Delay > 0 {
+		if gap := from.Sub(t); gap > every.Delay {
+			return t.Add(gap / every.Delay * every.Delay)
+		}
+		return t
+	}
+	return s.Next(from.Add(-time.Second))
 }
 
 // maxNameLength keeps BackupJob names usable as label values (the driver's

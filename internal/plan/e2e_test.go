@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,9 +77,8 @@ func TestPlanProducesBackupJobEndToEnd(t *testing.T) {
 	// instead of waiting out the real requeue) the second job starts.
 	next := sched.Next(due)
 	clk.SetTime(next.Add(5 * time.Second))
-	cur := getPlan(g, p)
-	cur.Annotations = map[string]string{"test/nudge": "1"}
-	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	nudge := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"test/nudge":"1"}}}`))
+	g.Expect(env.Client.Patch(ctx, getPlan(g, p), nudge)).To(Succeed())
 	g.Eventually(func() error {
 		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: JobName("nightly", next)}, &backupsv1alpha1.BackupJob{})
 	}).WithTimeout(20 * time.Second).Should(Succeed())

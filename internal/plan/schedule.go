@@ -55,7 +55,12 @@ func ParseSchedule(expr, tz string) (Schedule, error) {
 	}
 	spec, ok := parsed.(*cron.SpecSchedule)
 	if !ok {
-		// @every: a constant interval, the same in every zone.
+		// @every: a constant interval, the same in every zone. BackupJob
+		// names carry the run's minute, so two runs in one minute would
+		// share a name and the second would silently not happen.
+		if every, isEvery := parsed.(cron.ConstantDelaySchedule); isEvery && every.Delay < time.Minute {
+			return nil, fmt.Errorf("%w: %q: intervals shorter than one minute are not supported", ErrInvalidCron, expr)
+		}
 		return parsed, nil
 	}
 	if !embeddedTZ {

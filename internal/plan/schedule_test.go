@@ -45,6 +45,7 @@ func TestParseScheduleRejectsBadInput(t *testing.T) {
 		{"61 * * * *", "", ErrInvalidCron},
 		{"* * * *", "", ErrInvalidCron},
 		{"@fortnightly", "", ErrInvalidCron},
+		{"@every 30s", "", ErrInvalidCron},
 		{"0 3 * * *", "Mars/Olympus", ErrInvalidTimeZone},
 		{"0 3 * * *", "Local", ErrInvalidTimeZone},
 		{"CRON_TZ=Europe/Berlin 0 3 * * *", "Europe/Paris", ErrInvalidCron},
