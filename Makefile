@@ -20,7 +20,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs (ours and the test mirrors) and RBAC.
 	rm -rf config/crd/bases config/crd/external
 	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) crd paths=./api/etcdoperator/... paths=./api/apps/... \
+	$(CONTROLLER_GEN) crd paths=./api/etcdoperator/... paths=./api/apps/... paths=./api/kamaji/... \
 		paths=github.com/fluxcd/helm-controller/api/v2 output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
