@@ -24,6 +24,22 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs (ours and the test mirrors) and 
 		paths=github.com/fluxcd/helm-controller/api/v2 output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
+CHARTS := charts/etcd
+DRIVER_CHART := charts/etcd-backup-driver
+
+.PHONY: chart-docs
+chart-docs: ## Regenerate the charts' README parameter tables from their values.yaml.
+	go run ./hack/chartdoc $(CHARTS)
+
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs and RBAC rules into the driver's chart.
+	rm -rf $(DRIVER_CHART)/crds && mkdir -p $(DRIVER_CHART)/crds $(DRIVER_CHART)/files
+	cp config/crd/bases/*.yaml $(DRIVER_CHART)/crds/
+	cp config/rbac/role.yaml $(DRIVER_CHART)/files/role.yaml
+
+.PHONY: charts
+charts: chart-sync chart-docs ## Regenerate everything the charts take from elsewhere (run after manifests).
+
 ##@ Tools
 
 $(CONTROLLER_GEN): $(TOOLS)/go.mod
