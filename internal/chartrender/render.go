@@ -85,14 +85,20 @@ func Decode(manifest string) ([]*unstructured.Unstructured, error) {
 		if doc == "" {
 			continue
 		}
-		m := map[string]any{}
-		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+		js, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
 			return nil, fmt.Errorf("decode rendered document %s: %w", k, err)
 		}
-		if len(m) == 0 {
+		if string(js) == "null" || string(js) == "{}" {
 			continue
 		}
-		objs = append(objs, &unstructured.Unstructured{Object: m})
+		// Unstructured's own decoder keeps integers as int64, as the API
+		// machinery does everywhere else.
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return nil, fmt.Errorf("decode rendered document %s: %w", k, err)
+		}
+		objs = append(objs, obj)
 	}
 	return objs, nil
 }
