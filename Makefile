@@ -24,7 +24,7 @@ manifests: $(CONTROLLER_GEN) ## Regenerate CRDs (ours and the test mirrors) and 
 		paths=github.com/fluxcd/helm-controller/api/v2 output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
-CHARTS := charts/etcd
+CHARTS := charts/etcd charts/etcd-backup-driver
 DRIVER_CHART := charts/etcd-backup-driver
 
 .PHONY: chart-docs

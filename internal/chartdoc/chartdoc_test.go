@@ -71,7 +71,7 @@ func TestSpliceNeedsMarkers(t *testing.T) {
 
 // The committed README is what `make chart-docs` produces from values.yaml.
 func TestChartREADMEsAreCurrent(t *testing.T) {
-	for _, chart := range []string{"etcd"} {
+	for _, chart := range []string{"etcd", "etcd-backup-driver"} {
 		t.Run(chart, func(t *testing.T) {
 			g := NewWithT(t)
 			want, err := Generate(chartDir(chart))
