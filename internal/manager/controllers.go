@@ -2,11 +2,28 @@ package manager
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 )
+
+// EventSource is the reporting controller name on the driver's Events.
+const EventSource = "etcd-backup-driver"
 
 // setupFunc registers one controller (with its watches and indexes) on mgr.
 type setupFunc func(mgr ctrl.Manager, o Options) error
 
 // controllers lists every controller the driver runs, in registration order.
 // Each entry lives in its own package under internal/.
-var controllers = []setupFunc{}
+var controllers = []setupFunc{
+	setupBackupJobs,
+}
+
+func setupBackupJobs(mgr ctrl.Manager, o Options) error {
+	r := &backupjob.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Deadline:  o.BackupDeadline,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}

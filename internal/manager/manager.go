@@ -3,13 +3,18 @@ package manager
 import (
 	"fmt"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -29,6 +34,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// Stepping down promptly on shutdown lets the next replica take
 		// over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			// Only restore-claim Leases matter to the driver; the cluster's
+			// node and leader-election Leases stay out of memory.
+			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
+		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never
 			// holds every Secret of the cluster in memory or needs

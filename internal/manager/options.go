@@ -7,6 +7,9 @@ package manager
 import (
 	"flag"
 	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Options are the driver's settings; each has a command-line flag.
@@ -27,6 +30,20 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// SkipControllerNameValidation allows several managers in one process
+	// (tests and the sandbox start and stop managers repeatedly). No flag.
+	SkipControllerNameValidation bool
+	// WrapClient, when set, wraps the client every controller uses. Tests
+	// use it to inject failures and crashes at chosen API writes. No flag.
+	WrapClient func(client.Client) client.Client
+}
+
+// client returns the client controllers of mgr use.
+func (o Options) client(mgr ctrl.Manager) client.Client {
+	if o.WrapClient != nil {
+		return o.WrapClient(mgr.GetClient())
+	}
+	return mgr.GetClient()
 }
 
 // DefaultOptions returns the settings used when no flag is given.

@@ -6,6 +6,7 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
@@ -78,7 +81,14 @@ func (e *Env) Stop() error {
 
 // Run is a TestMain body: it starts an Env, hands it to setup, runs the
 // package's tests, stops the Env and returns the exit code.
+//
+// Controller logs are discarded unless TEST_LOGS=1.
 func Run(m interface{ Run() int }, setup func(*Env)) int {
+	logs := io.Discard
+	if os.Getenv("TEST_LOGS") == "1" {
+		logs = os.Stderr
+	}
+	ctrllog.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
 	env, err := Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

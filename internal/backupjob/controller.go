@@ -1,0 +1,83 @@
+// Package backupjob is the Etcd strategy's BackupJob controller: it turns each
+// BackupJob whose BackupClass binds the Etcd strategy into exactly one
+// EtcdSnapshot, follows that snapshot by watching it, and records a Backup
+// when it completes. Jobs for other strategies are never touched.
+package backupjob
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// Reconciler reconciles BackupJobs for the Etcd strategy.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache, for the rare reads that must be live
+	// (an object the cache has not seen yet after AlreadyExists).
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
+	Clock     clock.PassiveClock
+	// Deadline bounds how long a job may wait and run.
+	Deadline time.Duration
+}
+
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile takes one step for one BackupJob.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var job backupsv1alpha1.BackupJob
+	if err := r.Get(ctx, req.NamespacedName, &job); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if job.Status.Phase.IsTerminal() {
+		return ctrl.Result{}, nil
+	}
+
+	// A snapshot with this job's deterministic name means the job is ours
+	// and past its preconditions: follow it.
+	snap, out := r.ownSnapshot(ctx, &job)
+	if out != nil {
+		return r.apply(ctx, &job, *out)
+	}
+	if snap != nil {
+		return r.apply(ctx, &job, r.follow(ctx, &job, snap))
+	}
+
+	p, out, err := r.prepare(ctx, &job)
+	if errors.Is(err, errNotOurs) {
+		log.FromContext(ctx).V(1).Info("BackupJob belongs to another strategy; leaving it alone")
+		return ctrl.Result{}, nil
+	}
+	if out != nil {
+		return r.apply(ctx, &job, *out)
+	}
+	if r.pastDeadline(&job) {
+		// Never start a snapshot for a job that is already out of time.
+		return r.apply(ctx, &job, failed(backupsv1alpha1.BackupReasonDeadlineExceeded,
+			"the backup deadline of %s passed before the snapshot could start", r.Deadline))
+	}
+
+	snap, out = r.createSnapshot(ctx, &job, p)
+	if out != nil {
+		return r.apply(ctx, &job, *out)
+	}
+	return r.apply(ctx, &job, r.follow(ctx, &job, snap))
+}

@@ -1,0 +1,144 @@
+package backupjob
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+)
+
+// follow turns the state of the job's snapshot into the job's outcome,
+// recording the Backup once the snapshot is Complete.
+func (r *Reconciler) follow(ctx context.Context, job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot) outcome {
+	switch snap.Status.Phase {
+	case etcdv1alpha2.SnapshotPhaseComplete:
+		return r.complete(ctx, job, snap)
+	case etcdv1alpha2.SnapshotPhaseFailed:
+		reason, msg := "unknown", "no Ready condition"
+		if c := meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.SnapshotConditionReady); c != nil {
+			reason, msg = c.Reason, c.Message
+		}
+		return failed(backupsv1alpha1.BackupReasonSnapshotFailed,
+			"EtcdSnapshot %s/%s failed (%s: %s)", snap.Namespace, snap.Name, reason, msg)
+	default:
+		phase := snap.Status.Phase
+		if phase == "" {
+			phase = "not yet observed"
+		}
+		return waiting(backupsv1alpha1.BackupJobPhaseRunning, backupsv1alpha1.BackupReasonEtcdBackupRunning,
+			"EtcdSnapshot %s/%s is %s", snap.Namespace, snap.Name, phase)
+	}
+}
+
+// complete records the Backup, hands the snapshot to it, and reports success.
+// Each step is idempotent, so a crash between them is repaired by the next
+// reconcile.
+func (r *Reconciler) complete(ctx context.Context, job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot) outcome {
+	if snap.Status.Artifact == nil || snap.Status.Artifact.URI == "" {
+		return failed(backupsv1alpha1.BackupReasonSnapshotFailed,
+			"EtcdSnapshot %s/%s is Complete but reports no artifact URI; the snapshot cannot be located", snap.Namespace, snap.Name)
+	}
+	backup, err := newBackup(job, snap, metav1.NewTime(r.Clock.Now()))
+	if err != nil {
+		return retry(err)
+	}
+	if err := r.Create(ctx, backup); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return retry(fmt.Errorf("create Backup: %w", err))
+		}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(backup), backup); err != nil {
+			return retry(fmt.Errorf("read existing Backup: %w", err))
+		}
+		if backup.Labels[backupsv1alpha1.OwningJobUIDLabel] != string(job.UID) {
+			return failed(backupsv1alpha1.BackupReasonBackupConflict,
+				"Backup %s/%s already exists and was not made by this BackupJob; the snapshot %s is kept, owned by this job — rename or delete the other Backup and re-create the job",
+				backup.Namespace, backup.Name, snap.Name)
+		}
+	}
+	if err := r.handOver(ctx, snap, backup); err != nil {
+		return retry(err)
+	}
+	o := outcome{
+		phase:        backupsv1alpha1.BackupJobPhaseSucceeded,
+		reason:       backupsv1alpha1.BackupReasonBackupCompleted,
+		message:      fmt.Sprintf("Backup %s holds %s", backup.Name, snap.Status.Artifact.URI),
+		backupRef:    backup.Name,
+		snapshotSize: snap.Status.Artifact.SizeBytes,
+	}
+	return o
+}
+
+// handOver makes the Backup the snapshot's only controller owner, so that
+// deleting the BackupJob (for example by Plan history pruning) keeps the
+// snapshot, and deleting the Backup removes it.
+func (r *Reconciler) handOver(ctx context.Context, snap *etcdv1alpha2.EtcdSnapshot, backup *backupsv1alpha1.Backup) error {
+	want := ownerRef("Backup", backup.Name, backup.UID)
+	if len(snap.OwnerReferences) == 1 && snap.OwnerReferences[0].UID == want.UID {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(snap.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	snap.OwnerReferences = []metav1.OwnerReference{want}
+	if err := r.Patch(ctx, snap, patch); err != nil {
+		return fmt.Errorf("hand EtcdSnapshot %s to Backup %s: %w", snap.Name, backup.Name, err)
+	}
+	return nil
+}
+
+func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, now metav1.Time) (*backupsv1alpha1.Backup, error) {
+	strategyName, params, policy := recordedStrategy(snap)
+	s3 := snap.Spec.Destination.S3
+	fps := s3.ForcePathStyle
+	rec := artifact.Record{
+		SnapshotName: snap.Name,
+		SnapshotUID:  string(snap.UID),
+		Destination: strategyv1alpha1.EtcdS3Template{
+			Bucket: s3.Bucket, Endpoint: s3.Endpoint, Key: s3.Key, Region: s3.Region, ForcePathStyle: &fps,
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: s3.CredentialsSecretRef.Name},
+		},
+		Parameters:     params,
+		DeletionPolicy: policy,
+	}
+	underlying, err := rec.UnderlyingResources()
+	if err != nil {
+		return nil, err
+	}
+	group := strategyv1alpha1.GroupVersion.Group
+	a := snap.Status.Artifact
+	return &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: job.Namespace,
+			Name:      job.Name,
+			Labels:    ownerLabels(job),
+		},
+		Spec: backupsv1alpha1.BackupSpec{
+			ApplicationRef: job.Spec.ApplicationRef,
+			PlanRef:        job.Spec.PlanRef,
+			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: strategyName},
+			TakenAt:        completedAt(snap, now),
+			DriverMetadata: rec.DriverMetadata(),
+		},
+		// Backup has no status subresource: status is stored with the create.
+		Status: backupsv1alpha1.BackupStatus{
+			Phase:               backupsv1alpha1.BackupPhaseReady,
+			Artifact:            &backupsv1alpha1.BackupArtifact{URI: a.URI, SizeBytes: a.SizeBytes, Checksum: a.Checksum},
+			UnderlyingResources: underlying,
+		},
+	}, nil
+}
+
+// completedAt is when the operator marked the snapshot Complete, or now if
+// it recorded no time.
+func completedAt(snap *etcdv1alpha2.EtcdSnapshot, now metav1.Time) metav1.Time {
+	if c := meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.SnapshotConditionReady); c != nil && c.Status == metav1.ConditionTrue {
+		return c.LastTransitionTime
+	}
+	return now
+}

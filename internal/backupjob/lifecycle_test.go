@@ -1,0 +1,77 @@
+package backupjob_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+)
+
+// A job re-created under the same name is a new job: it gets a new
+// snapshot, and it will not claim a Backup the old job recorded.
+func TestRecreatedJobGetsNewSnapshot(t *testing.T) {
+	w := newWorld(t)
+	w.everything()
+	w.startDriver(nil)
+
+	first := w.job("daily")
+	w.create(first)
+	firstSnap := w.awaitSnapshot(first)
+	w.operatorFinishes(firstSnap, etcdv1alpha2.SnapshotPhaseComplete)
+	w.awaitPhase(first, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
+	w.g.Expect(env.Client.Delete(w.ctx, first)).To(Succeed())
+
+	// The old Backup still stands: the new job must not adopt it.
+	second := w.job("daily")
+	w.create(second)
+	w.g.Expect(second.UID).NotTo(Equal(first.UID))
+	secondSnap := w.awaitSnapshot(second)
+	w.g.Expect(secondSnap.Name).NotTo(Equal(firstSnap.Name))
+	w.operatorFinishes(secondSnap, etcdv1alpha2.SnapshotPhaseComplete)
+	w.awaitPhase(second, backupsv1alpha1.BackupJobPhaseFailed, 30*time.Second)
+	cond := w.awaitReason(second, backupsv1alpha1.BackupReasonBackupConflict)
+	w.g.Expect(cond.Message).To(ContainSubstring("was not made by this BackupJob"))
+	old := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "daily"}}
+	w.get(old)
+	w.g.Expect(old.Spec.DriverMetadata["etcd.aenix.io/backup-name"]).To(Equal(firstSnap.Name), "the old Backup is untouched")
+
+	// With the old Backup gone, a third job of that name succeeds.
+	w.g.Expect(env.Client.Delete(w.ctx, second)).To(Succeed())
+	w.g.Expect(env.Client.Delete(w.ctx, old)).To(Succeed())
+	third := w.job("daily")
+	w.create(third)
+	thirdSnap := w.awaitSnapshot(third)
+	w.g.Expect(thirdSnap.Name).NotTo(BeElementOf(firstSnap.Name, secondSnap.Name))
+	w.operatorFinishes(thirdSnap, etcdv1alpha2.SnapshotPhaseComplete)
+	w.awaitPhase(third, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
+}
+
+// While a RestoreJob holds the application, a BackupJob waits; it proceeds
+// as soon as the claim is released.
+func TestJobWaitsWhileRestoreHoldsTheApplication(t *testing.T) {
+	w := newWorld(t)
+	w.everything()
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "restore-1"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "some-backup"}},
+	}
+	w.create(rj)
+	holder, err := claim.Acquire(w.ctx, env.Client, rj, "etcd")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(holder.HeldBy(rj)).To(BeTrue())
+
+	w.startDriver(nil)
+	job := w.job("during-restore")
+	w.create(job)
+	cond := w.awaitReason(job, backupsv1alpha1.BackupReasonRestoreInProgress)
+	w.g.Expect(cond.Message).To(ContainSubstring("restore-1"))
+	w.g.Consistently(func() int { return len(w.snapshotsOf(job)) }).WithTimeout(2 * time.Second).Should(BeZero())
+
+	w.g.Expect(claim.Release(w.ctx, env.Client, rj, "etcd")).To(Succeed())
+	w.awaitSnapshot(job)
+}

@@ -1,0 +1,170 @@
+package backupjob
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
+)
+
+// ClusterName is the name the etcd chart gives every EtcdCluster.
+const ClusterName = "etcd"
+
+// plan is everything needed to create a job's EtcdSnapshot.
+type plan struct {
+	strategyRef    backupsv1alpha1.TypedLocalObjectReference
+	parameters     map[string]string
+	destination    strategyv1alpha1.EtcdS3Template
+	deletionPolicy strategyv1alpha1.DeletionPolicy
+}
+
+// errNotOurs means the job belongs to another driver and must be left alone.
+var errNotOurs = errors.New("BackupJob is not for the Etcd strategy")
+
+// prepare checks, in order, everything a job needs before its snapshot may
+// be created. It returns errNotOurs for other drivers' jobs, an outcome to
+// record while the job waits or has failed, or the plan to act on.
+func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob) (*plan, *outcome, error) {
+	strategyRef, params, out := r.resolveClass(ctx, job)
+	if out != nil {
+		return nil, out, nil
+	}
+	if strategyRef.APIGroupOrEmpty() != strategyv1alpha1.GroupVersion.Group || strategyRef.Kind != strategyv1alpha1.EtcdStrategyKind {
+		return nil, nil, errNotOurs
+	}
+	pending := backupsv1alpha1.BackupJobPhasePending
+
+	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
+	if *app.APIGroup != appsv1alpha1.GroupVersion.Group || app.Kind != appsv1alpha1.EtcdKind || app.Name == "" {
+		o := failed(backupsv1alpha1.BackupReasonInvalidApplicationRef,
+			"the Etcd strategy backs up named applications of kind %s/%s, but applicationRef is %s/%s %q",
+			appsv1alpha1.GroupVersion.Group, appsv1alpha1.EtcdKind, *app.APIGroup, app.Kind, app.Name)
+		return nil, &o, nil
+	}
+
+	var strategy strategyv1alpha1.Etcd
+	if err := r.Get(ctx, client.ObjectKey{Name: strategyRef.Name}, &strategy); err != nil {
+		o := missing(err, pending, backupsv1alpha1.BackupReasonStrategyNotReady,
+			"waiting for Etcd strategy %q (named by BackupClass %q) to exist", strategyRef.Name, job.Spec.BackupClassName)
+		return nil, &o, nil
+	}
+
+	var application appsv1alpha1.Etcd
+	if err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: app.Name}, &application); err != nil {
+		o := missing(err, pending, backupsv1alpha1.BackupReasonApplicationNotFound,
+			"waiting for Etcd application %s/%s to exist", job.Namespace, app.Name)
+		return nil, &o, nil
+	}
+
+	dest, out := render(&strategy, &application, params)
+	if out != nil {
+		return nil, out, nil
+	}
+
+	if out := r.gate(ctx, job, app.Name); out != nil {
+		return nil, out, nil
+	}
+	policy := strategy.Spec.DeletionPolicy
+	if policy == "" {
+		policy = strategyv1alpha1.DeletionPolicyRetain
+	}
+	return &plan{strategyRef: strategyRef, parameters: params, destination: dest, deletionPolicy: policy}, nil, nil
+}
+
+// resolveClass finds the strategy the job's BackupClass binds to its
+// application kind: the first entry whose (defaulted) group and kind match.
+func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.BackupJob) (backupsv1alpha1.TypedLocalObjectReference, map[string]string, *outcome) {
+	var class backupsv1alpha1.BackupClass
+	if err := r.Get(ctx, client.ObjectKey{Name: job.Spec.BackupClassName}, &class); err != nil {
+		o := missing(err, backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonBackupClassNotFound,
+			"waiting for BackupClass %q to exist", job.Spec.BackupClassName)
+		return backupsv1alpha1.TypedLocalObjectReference{}, nil, &o
+	}
+	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
+	for _, s := range class.Spec.Strategies {
+		group := backupsv1alpha1.DefaultApplicationAPIGroup
+		if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
+			group = *s.Application.APIGroup
+		}
+		if group == *app.APIGroup && s.Application.Kind == app.Kind {
+			return s.StrategyRef, s.Parameters, nil
+		}
+	}
+	o := failed(backupsv1alpha1.BackupReasonNoMatchingStrategy,
+		"BackupClass %q binds no strategy for application kind %s/%s; add an entry for it to spec.strategies",
+		class.Name, *app.APIGroup, app.Kind)
+	return backupsv1alpha1.TypedLocalObjectReference{}, nil, &o
+}
+
+// render renders and validates the strategy's destination for application.
+func render(strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(application)
+	if err != nil {
+		o := retry(fmt.Errorf("convert application: %w", err))
+		return strategyv1alpha1.EtcdS3Template{}, &o
+	}
+	// Objects read from a cache may lack apiVersion and kind; templates may
+	// use them.
+	obj["apiVersion"], obj["kind"] = appsv1alpha1.GroupVersion.String(), appsv1alpha1.EtcdKind
+	dest, err := strategytemplate.Render(strategy.Spec.Template, strategytemplate.Context{Application: obj, Parameters: params})
+	if err != nil {
+		o := failed(backupsv1alpha1.BackupReasonTemplateError, "Etcd strategy %q did not render: %v", strategy.Name, err)
+		return dest, &o
+	}
+	if err := strategytemplate.Validate(dest); err != nil {
+		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "Etcd strategy %q rendered an invalid destination: %v", strategy.Name, err)
+		return dest, &o
+	}
+	return dest, nil
+}
+
+// gate holds the job back while a restore owns the application or its
+// cluster is not Available.
+func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob, app string) *outcome {
+	holder, err := claim.Get(ctx, r.Client, job.Namespace, app)
+	if err != nil {
+		o := retry(err)
+		return &o
+	}
+	if holder != nil {
+		o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonRestoreInProgress,
+			"waiting for RestoreJob %q to finish restoring %s/%s", holder.Name, job.Namespace, app)
+		return &o
+	}
+	var cluster etcdv1alpha2.EtcdCluster
+	err = r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ClusterName}, &cluster)
+	if err != nil {
+		o := missing(err, backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonEtcdClusterNotAvailable,
+			"waiting for EtcdCluster %s/%s to exist", job.Namespace, ClusterName)
+		return &o
+	}
+	if c := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable); c == nil || c.Status != "True" {
+		detail := "no Available condition yet"
+		if c != nil {
+			detail = fmt.Sprintf("Available=%s, reason %s: %s", c.Status, c.Reason, c.Message)
+		}
+		o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonEtcdClusterNotAvailable,
+			"waiting for EtcdCluster %s/%s to become Available (%s)", job.Namespace, ClusterName, detail)
+		return &o
+	}
+	return nil
+}
+
+// missing turns a Get error into a wait (NotFound) or a retry (anything else).
+func missing(err error, phase backupsv1alpha1.BackupJobPhase, reason, format string, args ...any) outcome {
+	if apierrors.IsNotFound(err) {
+		return waiting(phase, reason, format, args...)
+	}
+	return retry(err)
+}

@@ -1,0 +1,156 @@
+package backupjob
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+)
+
+// Annotations on an EtcdSnapshot that record what its Backup needs, so a job
+// whose snapshot exists can finish even if its class or strategy changes or
+// disappears meanwhile.
+const (
+	annotationStrategyName   = "etcd-backup-driver.cozystack.io/strategy-name"
+	annotationParameters     = "etcd-backup-driver.cozystack.io/parameters"
+	annotationDeletionPolicy = "etcd-backup-driver.cozystack.io/deletion-policy"
+)
+
+// ownSnapshot returns the job's EtcdSnapshot from the cache, nil if the cache
+// has none, or a terminal outcome if the name is taken by something else.
+func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.BackupJob) (*etcdv1alpha2.EtcdSnapshot, *outcome) {
+	var snap etcdv1alpha2.EtcdSnapshot
+	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		o := retry(err)
+		return nil, &o
+	}
+	if out := checkOwned(job, &snap); out != nil {
+		return nil, out
+	}
+	return &snap, nil
+}
+
+// createSnapshot creates the job's EtcdSnapshot. If it already exists (the
+// cache was behind, or a previous reconcile crashed after creating it), the
+// live object is read and adopted when it is this job's.
+func (r *Reconciler) createSnapshot(ctx context.Context, job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSnapshot, *outcome) {
+	snap, err := newSnapshot(job, p)
+	if err != nil {
+		o := retry(err)
+		return nil, &o
+	}
+	err = r.Create(ctx, snap)
+	if apierrors.IsAlreadyExists(err) {
+		snap = &etcdv1alpha2.EtcdSnapshot{}
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, snap)
+		if err == nil {
+			if out := checkOwned(job, snap); out != nil {
+				return nil, out
+			}
+		}
+	}
+	if err != nil {
+		o := retry(fmt.Errorf("create EtcdSnapshot: %w", err))
+		return nil, &o
+	}
+	return snap, nil
+}
+
+func checkOwned(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot) *outcome {
+	if snap.Labels[backupsv1alpha1.OwningJobUIDLabel] == string(job.UID) {
+		return nil
+	}
+	o := failed(backupsv1alpha1.BackupReasonSnapshotConflict,
+		"EtcdSnapshot %s/%s already exists and does not belong to this BackupJob (its %s label is %q); delete it or re-create the BackupJob",
+		snap.Namespace, snap.Name, backupsv1alpha1.OwningJobUIDLabel, snap.Labels[backupsv1alpha1.OwningJobUIDLabel])
+	return &o
+}
+
+func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSnapshot, error) {
+	params, err := json.Marshal(p.parameters)
+	if err != nil {
+		return nil, fmt.Errorf("encode parameters: %w", err)
+	}
+	d := p.destination
+	snap := &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: job.Namespace,
+			Name:      SnapshotName(job),
+			Labels:    ownerLabels(job),
+			Annotations: map[string]string{
+				annotationStrategyName:   p.strategyRef.Name,
+				annotationParameters:     string(params),
+				annotationDeletionPolicy: string(p.deletionPolicy),
+			},
+			OwnerReferences: []metav1.OwnerReference{ownerRef("BackupJob", job.Name, job.UID)},
+		},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{
+			ClusterRef: corev1.LocalObjectReference{Name: ClusterName},
+			Destination: etcdv1alpha2.SnapshotLocation{S3: &etcdv1alpha2.S3Destination{
+				Endpoint:             d.Endpoint,
+				Bucket:               d.Bucket,
+				Key:                  d.Key,
+				CredentialsSecretRef: corev1.LocalObjectReference{Name: d.CredentialsSecretRef.Name},
+				Region:               d.Region,
+				ForcePathStyle:       d.ForcePathStyle != nil && *d.ForcePathStyle,
+			}},
+		},
+	}
+	return snap, nil
+}
+
+// ownerLabels are the labels the backups API puts on objects a job made. The
+// name label is left out when the name is too long to be a label value; the
+// UID label always identifies the job.
+func ownerLabels(job *backupsv1alpha1.BackupJob) map[string]string {
+	labels := map[string]string{
+		backupsv1alpha1.OwningJobNamespaceLabel: job.Namespace,
+		backupsv1alpha1.OwningJobUIDLabel:       string(job.UID),
+		backupsv1alpha1.ApplicationNameLabel:    job.Spec.ApplicationRef.Name,
+	}
+	if len(job.Name) <= 63 {
+		labels[backupsv1alpha1.OwningJobNameLabel] = job.Name
+	}
+	if job.Spec.PlanRef != nil && job.Spec.PlanRef.Name != "" && len(job.Spec.PlanRef.Name) <= 63 {
+		labels[backupsv1alpha1.PlanNameLabel] = job.Spec.PlanRef.Name
+	}
+	return labels
+}
+
+// ownerRef makes an object of the backups API the controller owner. It does
+// not set blockOwnerDeletion, which would need update rights on the owner's
+// finalizers.
+func ownerRef(kind, name string, uid types.UID) metav1.OwnerReference {
+	controller := true
+	return metav1.OwnerReference{
+		APIVersion: backupsv1alpha1.GroupVersion.String(),
+		Kind:       kind,
+		Name:       name,
+		UID:        uid,
+		Controller: &controller,
+	}
+}
+
+// recordedStrategy reads back what newSnapshot recorded.
+func recordedStrategy(snap *etcdv1alpha2.EtcdSnapshot) (string, map[string]string, strategyv1alpha1.DeletionPolicy) {
+	var params map[string]string
+	_ = json.Unmarshal([]byte(snap.Annotations[annotationParameters]), &params)
+	policy := strategyv1alpha1.DeletionPolicy(snap.Annotations[annotationDeletionPolicy])
+	if policy == "" {
+		policy = strategyv1alpha1.DeletionPolicyRetain
+	}
+	return snap.Annotations[annotationStrategyName], params, policy
+}

@@ -1,0 +1,107 @@
+package backupjob
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// deadline is when the job's waits run out.
+func (r *Reconciler) deadline(job *backupsv1alpha1.BackupJob) time.Time {
+	start := r.Clock.Now()
+	if job.Status.StartedAt != nil {
+		start = job.Status.StartedAt.Time
+	}
+	return start.Add(r.Deadline)
+}
+
+func (r *Reconciler) pastDeadline(job *backupsv1alpha1.BackupJob) bool {
+	return job.Status.StartedAt != nil && !r.Clock.Now().Before(r.deadline(job))
+}
+
+// apply records an outcome: at most one status patch, made only when the
+// status changes, guarded by the resourceVersion so a stale read can never
+// overwrite newer status. Waits past the deadline become failures; waits
+// within it requeue at the deadline (the only timer; progress comes from
+// watches).
+func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, o outcome) (ctrl.Result, error) {
+	if o.err != nil {
+		return ctrl.Result{}, o.err
+	}
+	now := r.Clock.Now()
+	if !o.terminal() && r.pastDeadline(job) {
+		o = failed(backupsv1alpha1.BackupReasonDeadlineExceeded, "gave up after %s: %s", r.Deadline, o.message)
+	}
+
+	next := job.Status.DeepCopy()
+	if next.StartedAt == nil {
+		next.StartedAt = &metav1.Time{Time: now}
+	}
+	next.Phase, next.Message = o.phase, o.message
+	if o.backupRef != "" {
+		next.BackupRef = &backupsv1alpha1.LocalObjectReference{Name: o.backupRef}
+	}
+	cond := metav1.Condition{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: o.reason,
+		Message: o.message, ObservedGeneration: job.Generation}
+	if o.phase == backupsv1alpha1.BackupJobPhaseSucceeded {
+		cond.Status = metav1.ConditionTrue
+	}
+	meta.SetStatusCondition(&next.Conditions, cond)
+	if o.terminal() && next.CompletedAt == nil {
+		next.CompletedAt = &metav1.Time{Time: now}
+	}
+
+	if !equality.Semantic.DeepEqual(&job.Status, next) {
+		prev := job.Status.DeepCopy()
+		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		job.Status = *next
+		if err := r.Status().Patch(ctx, job, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("write BackupJob status: %w", err)
+		}
+		r.transitioned(ctx, job, prev, o)
+	}
+	if o.terminal() {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: r.deadline(job).Sub(now)}, nil
+}
+
+// transitioned emits the Event, log line and metrics of a status change.
+func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.BackupJob, prev *backupsv1alpha1.BackupJobStatus, o outcome) {
+	prevReason := ""
+	if c := meta.FindStatusCondition(prev.Conditions, backupsv1alpha1.ConditionReady); c != nil {
+		prevReason = c.Reason
+	}
+	if prevReason == o.reason && prev.Phase == o.phase {
+		return // same state, refreshed message
+	}
+	eventType := corev1.EventTypeNormal
+	if o.phase == backupsv1alpha1.BackupJobPhaseFailed {
+		eventType = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(job, nil, eventType, o.reason, string(o.phase), "%s", o.message)
+	log.FromContext(ctx).Info("BackupJob transition", "phase", o.phase, "reason", o.reason, "message", o.message)
+
+	if !o.terminal() {
+		return
+	}
+	result := "failed"
+	if o.phase == backupsv1alpha1.BackupJobPhaseSucceeded {
+		result = "succeeded"
+		app := job.Spec.ApplicationRef.Name
+		lastSuccess.WithLabelValues(job.Namespace, app).Set(float64(job.Status.CompletedAt.Unix()))
+		lastSize.WithLabelValues(job.Namespace, app).Set(float64(o.snapshotSize))
+	}
+	backupsTotal.WithLabelValues(result, o.reason).Inc()
+	backupDuration.WithLabelValues(result).Observe(job.Status.CompletedAt.Sub(job.Status.StartedAt.Time).Seconds())
+}
