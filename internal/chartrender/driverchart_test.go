@@ -189,7 +189,7 @@ func TestDriverPrometheusRule(t *testing.T) {
 	g.Expect(byName).To(HaveKey("EtcdRestoreFailed"))
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
 	// Prometheus's own template syntax survives Helm's rendering.
-	g.Expect(byName["EtcdRestoreFailed"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.namespace }}")))
+	g.Expect(byName["EtcdRestoreFailed"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.reason }}")))
 
 	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
 		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "noSuccessfulBackupFor": "1d"}}})

@@ -2,7 +2,12 @@ package charts
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +110,7 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 	cfg := installDriverRBAC(g)
 
 	o := manager.DefaultOptions()
-	o.MetricsAddr = "0"
+	o.MetricsAddr = freeAddr(g)
 	o.ProbeAddr = freeAddr(g)
 	o.LeaderElect = true
 	o.LeaderElectionNamespace = driverNamespace
@@ -152,4 +157,39 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 
 	completeBackup(g, ctx)
+
+	// The chart's alerts query metrics the manager really serves.
+	scrape := scrapeMetrics(g, "http://"+o.MetricsAddr+"/metrics")
+	g.Expect(scrape).To(ContainSubstring(`etcd_backup_driver_last_success_timestamp_seconds{application="etcd",namespace="tenant-rbac"}`))
+	g.Expect(scrape).To(MatchRegexp(`etcd_backup_driver_backups_total\{[^}]*result="succeeded"[^}]*\} 1`))
+	for _, name := range alertMetrics(g) {
+		if strings.HasPrefix(name, "etcd_backup_driver_restores") {
+			continue // served once the restore controller is registered
+		}
+		g.Expect(scrape).To(ContainSubstring(name), "metric of an alert")
+	}
+}
+
+func scrapeMetrics(g *WithT, url string) string {
+	resp, err := http.Get(url)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	body, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(body)
+}
+
+// alertMetrics lists the driver metrics the chart's PrometheusRule queries.
+func alertMetrics(g *WithT) []string {
+	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"), chartrender.Release{
+		Name: driverRelease, Namespace: driverNamespace,
+		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	rule := chartrender.Find(objs, "PrometheusRule", driverRelease)
+	g.Expect(rule).NotTo(BeNil())
+	names := regexp.MustCompile(`etcd_backup_driver_[a-z_]+`).FindAllString(fmt.Sprint(rule.Object["spec"]), -1)
+	g.Expect(names).To(HaveLen(3))
+	return names
 }
