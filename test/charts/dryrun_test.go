@@ -82,9 +82,12 @@ func TestDriverChartObjectsAreAccepted(t *testing.T) {
 	g := NewWithT(t)
 	ns := "driver-dryrun"
 	ensureNamespace(g, ns)
-	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"), chartrender.Release{Name: "etcd-backup-driver", Namespace: ns})
+	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"), chartrender.Release{
+		Name: "etcd-backup-driver", Namespace: ns,
+		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true}},
+	})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(objs).NotTo(BeEmpty())
+	g.Expect(chartrender.Find(objs, "PrometheusRule", "etcd-backup-driver")).NotTo(BeNil())
 	dryRun(g, ns, objs)
 }
 

@@ -15,26 +15,32 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
-// certManagerModule ships the upstream CRDs in deploy/crds.
-const certManagerModule = "github.com/cert-manager/cert-manager@v1.21.2"
+// Upstream modules whose CRDs the dry-run installs: cert-manager ships them
+// in deploy/crds; the Prometheus operator's PrometheusRule CRD is one file of
+// example/prometheus-operator-crd (only that one is installed: the others
+// are large and unused).
+const (
+	certManagerModule  = "github.com/cert-manager/cert-manager@v1.21.2"
+	promOperatorModule = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+)
 
 var env *testenv.Env
 
-// certManagerCRDs returns cert-manager's CRD folder from the module cache,
-// downloading the module through the Go proxy when needed.
-func certManagerCRDs() (string, error) {
-	out, err := exec.Command("go", "mod", "download", "-json", certManagerModule).Output()
+// moduleDir returns a module's folder in the module cache, downloading it
+// through the Go proxy when needed.
+func moduleDir(module string) (string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", module).Output()
 	if err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", certManagerModule, err)
+		return "", fmt.Errorf("go mod download %s: %w", module, err)
 	}
 	var mod struct{ Dir, Error string }
 	if err := json.Unmarshal(out, &mod); err != nil {
-		return "", fmt.Errorf("go mod download %s: %w", certManagerModule, err)
+		return "", fmt.Errorf("go mod download %s: %w", module, err)
 	}
 	if mod.Error != "" || mod.Dir == "" {
-		return "", fmt.Errorf("go mod download %s: %s", certManagerModule, mod.Error)
+		return "", fmt.Errorf("go mod download %s: %s", module, mod.Error)
 	}
-	return filepath.Join(mod.Dir, "deploy", "crds"), nil
+	return mod.Dir, nil
 }
 
 func TestMain(m *testing.M) {
@@ -42,12 +48,20 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	crds, err := certManagerCRDs()
+	certManager, err := moduleDir(certManagerModule)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env, err = testenv.Start(crds)
+	promOperator, err := moduleDir(promOperatorModule)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, err = testenv.Start(
+		filepath.Join(certManager, "deploy", "crds"),
+		filepath.Join(promOperator, "example", "prometheus-operator-crd", "monitoring.coreos.com_prometheusrules.yaml"),
+	)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
