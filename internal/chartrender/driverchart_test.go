@@ -193,5 +193,25 @@ func TestDriverPrometheusRule(t *testing.T) {
 
 	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
 		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "noSuccessfulBackupFor": "1d"}}})
-	g.Expect(err).To(MatchError(ContainSubstring(`duration "1d" must be a whole number with unit h, m or s`)))
+	g.Expect(err).To(MatchError(ContainSubstring("/prometheusRule/noSuccessfulBackupFor")))
+}
+
+func TestDriverValuesSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"deadline not a duration", map[string]any{"backupDeadline": "soon"}, "/backupDeadline"},
+		{"concurrency as a string", map[string]any{"maxConcurrentReconciles": "4"}, "/maxConcurrentReconciles"},
+		{"unknown log level", map[string]any{"logLevel": "verbose"}, "/logLevel"},
+		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, "/metrics/port"},
+		{"typo", map[string]any{"replica": 1}, "'replica' not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS, Values: tc.values})
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
 }
