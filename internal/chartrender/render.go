@@ -15,6 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/releaseutil"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
@@ -114,6 +115,24 @@ func Find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Un
 	for _, o := range objs {
 		if o.GetKind() == kind && o.GetName() == name {
 			return o
+		}
+	}
+	return nil
+}
+
+// SetNamespace puts every namespace-scoped object of objs into namespace,
+// as `helm install` does, using mapper to tell the scopes apart (Helm leaves
+// metadata.namespace out of the rendered manifest). Objects that already
+// name a namespace keep it.
+func SetNamespace(objs []*unstructured.Unstructured, namespace string, mapper meta.RESTMapper) error {
+	for _, obj := range objs {
+		gvk := obj.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("map %s: %w", gvk, err)
+		}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+			obj.SetNamespace(namespace)
 		}
 	}
 	return nil

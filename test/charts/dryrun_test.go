@@ -28,15 +28,19 @@ func ensureNamespace(g *WithT, name string) {
 // stores nothing.
 func dryRun(g *WithT, namespace string, objs []*unstructured.Unstructured) {
 	ctx := context.Background()
+	objs = deepCopies(objs)
+	g.Expect(chartrender.SetNamespace(objs, namespace, env.Client.RESTMapper())).To(Succeed())
 	for _, obj := range objs {
-		obj = obj.DeepCopy()
-		mapping, err := env.Client.RESTMapper().RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version)
-		g.Expect(err).NotTo(HaveOccurred(), "the API server serves %s", obj.GroupVersionKind())
-		if mapping.Scope.Name() == "namespace" && obj.GetNamespace() == "" {
-			obj.SetNamespace(namespace)
-		}
 		g.Expect(env.Client.Create(ctx, obj, client.DryRunAll)).To(Succeed(), "%s %s", obj.GetKind(), obj.GetName())
 	}
+}
+
+func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
 }
 
 func TestEtcdChartObjectsAreAccepted(t *testing.T) {

@@ -39,16 +39,13 @@ func installDriverRBAC(g *WithT) *rest.Config {
 	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"),
 		chartrender.Release{Name: driverRelease, Namespace: driverNamespace})
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(chartrender.SetNamespace(objs, driverNamespace, env.Client.RESTMapper())).To(Succeed())
 	installed := 0
 	for _, obj := range objs {
 		switch obj.GetKind() {
 		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 		default:
 			continue
-		}
-		obj = obj.DeepCopy()
-		if obj.GetKind() != "ClusterRole" && obj.GetKind() != "ClusterRoleBinding" && obj.GetNamespace() == "" {
-			obj.SetNamespace(driverNamespace)
 		}
 		err := env.Client.Create(context.Background(), obj)
 		if !apierrors.IsAlreadyExists(err) {
