@@ -1,0 +1,217 @@
+package chartrender
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const driverNS = "cozy-etcd-backup"
+
+func renderDriver(t *testing.T, values map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS, Values: values, IncludeCRDs: true})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return objs
+}
+
+func managerContainer(g *WithT, objs []*unstructured.Unstructured) map[string]any {
+	dep := Find(objs, "Deployment", "etcd-backup-driver")
+	g.Expect(dep).NotTo(BeNil())
+	containers := field(g, dep, "spec", "template", "spec", "containers").([]any)
+	g.Expect(containers).To(HaveLen(1))
+	return containers[0].(map[string]any)
+}
+
+func TestDriverDeploymentIsHardened(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderDriver(t, nil)
+	dep := Find(objs, "Deployment", "etcd-backup-driver")
+	g.Expect(field(g, dep, "spec", "replicas")).To(BeEquivalentTo(2))
+	g.Expect(field(g, dep, "spec", "template", "spec", "serviceAccountName")).To(Equal("etcd-backup-driver"))
+	g.Expect(field(g, dep, "spec", "template", "spec", "securityContext", "runAsNonRoot")).To(BeTrue())
+	c := managerContainer(g, objs)
+	g.Expect(c["securityContext"]).To(Equal(map[string]any{
+		"allowPrivilegeEscalation": false,
+		"readOnlyRootFilesystem":   true,
+		"capabilities":             map[string]any{"drop": []any{"ALL"}},
+	}))
+	g.Expect(c).To(HaveKey("livenessProbe"))
+	g.Expect(c).To(HaveKey("readinessProbe"))
+	g.Expect(c["resources"]).To(HaveKey("requests"))
+	g.Expect(c["image"]).To(Equal("ghcr.io/etcd-backup-driver/etcd-backup-driver:0.1.0"))
+	g.Expect(c["args"]).To(ConsistOf(
+		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+		"--leader-elect=true", "--leader-election-namespace="+driverNS,
+		"--max-concurrent-reconciles=4", "--backup-deadline=20m", "--restore-deadline=30m", "--zap-log-level=info",
+	))
+	svc := Find(objs, "Service", "etcd-backup-driver-metrics")
+	g.Expect(field(g, svc, "spec", "ports")).To(ContainElement(HaveKeyWithValue("port", BeEquivalentTo(8080))))
+	g.Expect(Find(objs, "ServiceAccount", "etcd-backup-driver")).NotTo(BeNil())
+	g.Expect(Find(objs, "PrometheusRule", "etcd-backup-driver")).To(BeNil(), "alerts are opt-in")
+}
+
+// Every manager flag has a value.
+func TestDriverFlagsFollowValues(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		arg    string
+	}{
+		{"metrics port", map[string]any{"metrics": map[string]any{"port": 9090}}, "--metrics-bind-address=:9090"},
+		{"metrics off", map[string]any{"metrics": map[string]any{"enabled": false}}, "--metrics-bind-address=0"},
+		{"probe port", map[string]any{"probes": map[string]any{"port": 9091}}, "--health-probe-bind-address=:9091"},
+		{"leader election off", map[string]any{"replicas": 1, "leaderElection": map[string]any{"enabled": false}}, "--leader-elect=false"},
+		{"lease namespace", map[string]any{"leaderElection": map[string]any{"namespace": "elsewhere"}}, "--leader-election-namespace=elsewhere"},
+		{"concurrency", map[string]any{"maxConcurrentReconciles": 8}, "--max-concurrent-reconciles=8"},
+		{"backup deadline", map[string]any{"backupDeadline": "1h"}, "--backup-deadline=1h"},
+		{"restore deadline", map[string]any{"restoreDeadline": "2h"}, "--restore-deadline=2h"},
+		{"log level", map[string]any{"logLevel": "debug"}, "--zap-log-level=debug"},
+		{"extra args", map[string]any{"extraArgs": []any{"--zap-encoder=console"}}, "--zap-encoder=console"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(managerContainer(g, renderDriver(t, tc.values))["args"]).To(ContainElement(tc.arg))
+		})
+	}
+	t.Run("metrics off drops the Service", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(Find(renderDriver(t, map[string]any{"metrics": map[string]any{"enabled": false}}), "Service", "etcd-backup-driver-metrics")).To(BeNil())
+	})
+	t.Run("lease Role follows the lease namespace", func(t *testing.T) {
+		g := NewWithT(t)
+		role := Find(renderDriver(t, map[string]any{"leaderElection": map[string]any{"namespace": "elsewhere"}}), "Role", "etcd-backup-driver-leader-election")
+		g.Expect(role.GetNamespace()).To(Equal("elsewhere"))
+	})
+	t.Run("two replicas need leader election", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
+			Values: map[string]any{"leaderElection": map[string]any{"enabled": false}}})
+		g.Expect(err).To(MatchError(ContainSubstring("replicas > 1 needs leaderElection.enabled=true")))
+	})
+}
+
+// The chart's RBAC is config/rbac/role.yaml, as generated from the markers,
+// and never lets the driver list or watch Secrets.
+func TestDriverRBACIsTheGeneratedRole(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderDriver(t, nil)
+	generated, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "..", "..", "config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var wantCluster, wantNamespaced []any
+	for _, doc := range strings.Split(string(generated), "\n---\n") {
+		m := map[string]any{}
+		g.Expect(yaml.Unmarshal([]byte(doc), &m)).To(Succeed())
+		rules, _ := m["rules"].([]any)
+		switch m["kind"] {
+		case "ClusterRole":
+			wantCluster = append(wantCluster, rules...)
+		case "Role":
+			wantNamespaced = append(wantNamespaced, rules...)
+		}
+	}
+	normalize := func(v any) any {
+		b, err := yaml.Marshal(v)
+		g.Expect(err).NotTo(HaveOccurred())
+		var out any
+		g.Expect(yaml.Unmarshal(b, &out)).To(Succeed())
+		return out
+	}
+	cr := Find(objs, "ClusterRole", "etcd-backup-driver")
+	g.Expect(normalize(cr.Object["rules"])).To(Equal(normalize(wantCluster)))
+	role := Find(objs, "Role", "etcd-backup-driver-leader-election")
+	g.Expect(role.GetNamespace()).To(Equal(driverNS))
+	g.Expect(normalize(role.Object["rules"])).To(Equal(normalize(wantNamespaced)))
+	g.Expect(normalize(role.Object["rules"])).To(ContainElement(HaveKeyWithValue("resources", ContainElement("leases"))))
+
+	for _, rule := range cr.Object["rules"].([]any) {
+		r := rule.(map[string]any)
+		groups, _ := r["apiGroups"].([]any)
+		resources, _ := r["resources"].([]any)
+		verbs, _ := r["verbs"].([]any)
+		g.Expect(resources).NotTo(ContainElement("*"), "no wildcard resources")
+		g.Expect(verbs).NotTo(ContainElement("*"), "no wildcard verbs")
+		if (len(groups) == 0 || containsAny(groups, "")) && containsAny(resources, "secrets") {
+			g.Expect(verbs).NotTo(ContainElement("list"), "Secrets are read by name only")
+			g.Expect(verbs).NotTo(ContainElement("watch"), "Secrets are read by name only")
+		}
+	}
+	binding := Find(objs, "ClusterRoleBinding", "etcd-backup-driver")
+	g.Expect(field(g, binding, "subjects")).To(Equal([]any{map[string]any{"kind": "ServiceAccount", "name": "etcd-backup-driver", "namespace": driverNS}}))
+}
+
+func containsAny(list []any, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDriverShipsTheCRDs(t *testing.T) {
+	g := NewWithT(t)
+	var crds []string
+	for _, o := range renderDriver(t, nil) {
+		if o.GetKind() == "CustomResourceDefinition" {
+			crds = append(crds, o.GetName())
+		}
+	}
+	g.Expect(crds).To(ConsistOf(
+		"backupclasses.backups.cozystack.io", "plans.backups.cozystack.io", "backupjobs.backups.cozystack.io",
+		"backups.backups.cozystack.io", "restorejobs.backups.cozystack.io", "etcds.strategy.backups.cozystack.io",
+	))
+}
+
+func TestDriverPrometheusRule(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderDriver(t, map[string]any{"prometheusRule": map[string]any{
+		"enabled": true, "noSuccessfulBackupFor": "2h", "labels": map[string]any{"release": "prom"},
+	}})
+	rule := Find(objs, "PrometheusRule", "etcd-backup-driver")
+	g.Expect(rule).NotTo(BeNil())
+	g.Expect(rule.GetLabels()).To(HaveKeyWithValue("release", "prom"))
+	groups := field(g, rule, "spec", "groups").([]any)
+	rules := groups[0].(map[string]any)["rules"].([]any)
+	byName := map[string]map[string]any{}
+	for _, r := range rules {
+		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
+	}
+	g.Expect(byName).To(HaveKey("EtcdBackupTooOld"))
+	g.Expect(byName).To(HaveKey("EtcdBackupFailing"))
+	g.Expect(byName).To(HaveKey("EtcdRestoreFailed"))
+	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
+	// Prometheus's own template syntax survives Helm's rendering.
+	g.Expect(byName["EtcdRestoreFailed"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.reason }}")))
+
+	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
+		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "noSuccessfulBackupFor": "1d"}}})
+	g.Expect(err).To(MatchError(ContainSubstring("/prometheusRule/noSuccessfulBackupFor")))
+}
+
+func TestDriverValuesSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		values map[string]any
+		want   string
+	}{
+		{"deadline not a duration", map[string]any{"backupDeadline": "soon"}, "/backupDeadline"},
+		{"concurrency as a string", map[string]any{"maxConcurrentReconciles": "4"}, "/maxConcurrentReconciles"},
+		{"unknown log level", map[string]any{"logLevel": "verbose"}, "/logLevel"},
+		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, "/metrics/port"},
+		{"typo", map[string]any{"replica": 1}, "'replica' not allowed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS, Values: tc.values})
+			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
+		})
+	}
+}
