@@ -20,9 +20,25 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
 manifests: $(CONTROLLER_GEN) ## Regenerate CRDs (ours and the test mirrors) and RBAC.
 	rm -rf config/crd/bases config/crd/external
 	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) crd paths=./api/etcdoperator/... paths=./api/apps/... \
+	$(CONTROLLER_GEN) crd paths=./api/etcdoperator/... paths=./api/apps/... paths=./api/kamaji/... \
 		paths=github.com/fluxcd/helm-controller/api/v2 output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+CHARTS := charts/etcd
+DRIVER_CHART := charts/etcd-backup-driver
+
+.PHONY: chart-docs
+chart-docs: ## Regenerate the charts' README parameter tables from their values.yaml.
+	go run ./hack/chartdoc $(CHARTS)
+
+.PHONY: chart-sync
+chart-sync: ## Copy the generated CRDs and RBAC rules into the driver's chart.
+	rm -rf $(DRIVER_CHART)/crds && mkdir -p $(DRIVER_CHART)/crds $(DRIVER_CHART)/files
+	cp config/crd/bases/*.yaml $(DRIVER_CHART)/crds/
+	cp config/rbac/role.yaml $(DRIVER_CHART)/files/role.yaml
+
+.PHONY: charts
+charts: chart-sync chart-docs ## Regenerate everything the charts take from elsewhere (run after manifests).
 
 ##@ Tools
 

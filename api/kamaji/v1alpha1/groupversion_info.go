@@ -1,0 +1,25 @@
+// Package v1alpha1 mirrors the subset of Kamaji's kamaji.clastix.io/v1alpha1
+// DataStore that the etcd chart renders. Kamaji is not served by the Go
+// module proxy, so the project keeps this small mirror; the CRD generated
+// from it (config/crd/external) lets tests dry-run the chart's DataStore
+// against a real API server. Kamaji owns the real schema.
+//
+// +kubebuilder:object:generate=true
+// +groupName=kamaji.clastix.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "kamaji.clastix.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
