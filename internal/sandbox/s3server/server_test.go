@@ -7,8 +7,8 @@ import (
 	"io"
 	"testing"
 
-	. "github.com/onsi/gomega"
 	"github.com/minio/minio-go/v7"
+	. "github.com/onsi/gomega"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
