@@ -23,10 +23,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
-	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
