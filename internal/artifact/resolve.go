@@ -31,6 +31,9 @@ type Source struct {
 	SecretName     string
 	// Key is the exact object key of the snapshot.
 	Key string
+	// Prefix is the recorded key prefix the snapshot was written under, so
+	// a new snapshot (a restore's safety snapshot) can go next to it.
+	Prefix string
 	// SnapshotName is the EtcdSnapshot's name, when recorded.
 	SnapshotName string
 	// DeletionPolicy recorded when the Backup was taken; Retain if none.
@@ -57,6 +60,7 @@ func Resolve(b *backupsv1alpha1.Backup) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	src.Prefix = prefix
 
 	if b.Status.Artifact != nil && b.Status.Artifact.URI != "" {
 		if key, err := KeyFromURI(b.Status.Artifact.URI, src.Bucket); err == nil {

@@ -46,9 +46,9 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	pending := backupsv1alpha1.BackupJobPhasePending
 
 	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
-	if *app.APIGroup != appsv1alpha1.GroupVersion.Group || app.Kind != appsv1alpha1.EtcdKind {
+	if *app.APIGroup != appsv1alpha1.GroupVersion.Group || app.Kind != appsv1alpha1.EtcdKind || app.Name == "" {
 		o := failed(backupsv1alpha1.BackupReasonInvalidApplicationRef,
-			"the Etcd strategy backs up applications of kind %s/%s, but applicationRef is %s/%s %q",
+			"the Etcd strategy backs up named applications of kind %s/%s, but applicationRef is %s/%s %q",
 			appsv1alpha1.GroupVersion.Group, appsv1alpha1.EtcdKind, *app.APIGroup, app.Kind, app.Name)
 		return nil, &o, nil
 	}

@@ -24,7 +24,7 @@ func SnapshotName(job *backupsv1alpha1.BackupJob) string {
 	if max := maxSnapshotName - len(suffix) - 1; len(prefix) > max {
 		prefix = prefix[:max]
 	}
-	prefix = strings.TrimRight(prefix, "-")
+	prefix = strings.Trim(prefix, "-")
 	if prefix == "" {
 		return "backup-" + suffix
 	}

@@ -2,8 +2,10 @@ package manager
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 )
 
 // EventSource is the reporting controller name on the driver's Events.
@@ -16,6 +18,7 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 // Each entry lives in its own package under internal/.
 var controllers = []setupFunc{
 	setupBackupJobs,
+	setupRestores,
 }
 
 func setupBackupJobs(mgr ctrl.Manager, o Options) error {
@@ -26,4 +29,14 @@ func setupBackupJobs(mgr ctrl.Manager, o Options) error {
 		Deadline:  o.BackupDeadline,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupRestores(mgr ctrl.Manager, o Options) error {
+	r := &restore.Reconciler{
+		Client:   o.client(mgr),
+		Reader:   mgr.GetAPIReader(),
+		Recorder: mgr.GetEventRecorder(EventSource),
+		Deadline: o.RestoreDeadline,
+	}
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }

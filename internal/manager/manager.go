@@ -15,6 +15,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -39,6 +40,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			// Only restore-claim Leases matter to the driver; the cluster's
 			// node and leader-election Leases stay out of memory.
 			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
+			// Only the member PVCs of "etcd" clusters matter (a restore
+			// waits for them to go); other PVCs stay out of memory.
+			&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
 		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never

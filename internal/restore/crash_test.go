@@ -1,0 +1,132 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+)
+
+// writePoints is every API write a restore makes, in order. Status writes
+// are named by the Ready reason they carry. The crash test fails when the
+// controller makes a write that is not listed here or skips one that is.
+var writePoints = []string{
+	"status (no reason)",
+	"patch RestoreJob +finalizer",
+	"status WaitingForClaim",
+	"create Lease",
+	"status ClaimAcquired",
+	"status SafetySnapshotRunning",
+	"create EtcdSnapshot",
+	"create Backup",
+	"status SafetyBackupRecorded",
+	"patch EtcdSnapshot",
+	"status SpecCaptured",
+	"create ConfigMap",
+	"status HelmReleaseSuspended",
+	"patch HelmRelease suspend=true",
+	"status PurgingCluster",
+	"delete EtcdCluster",
+	"status ClusterPurged",
+	"create EtcdCluster with bootstrap",
+	"status EtcdClusterBootstrapping",
+	"status RestoreCompleted",
+	"patch HelmRelease suspend=false",
+	"delete Lease",
+	"patch RestoreJob -finalizer",
+}
+
+// runRestore runs one complete restore in a fresh namespace, with f (if
+// any) injected, and checks the end state every run must reach.
+func runRestore(t *testing.T, f *fault) string {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.bootstrapAfter = backupsv1alpha1.ReasonEtcdClusterBootstrapping })
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-zzzzz"))).To(Succeed())
+	if f != nil {
+		f.ns = ns
+		writes.inject(f)
+	}
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	if f != nil {
+		g.Expect(writes.fired(ns)).To(BeTrue(), "write point %q was never reached", f.point)
+	}
+
+	log := writes.of(ns)
+	g.Expect(countOf(log, "create EtcdCluster with bootstrap")).To(Equal(1), "writes: %v", log)
+	g.Expect(countOf(log, "delete EtcdCluster")).To(Equal(1), "writes: %v", log)
+	c := getCluster(g, ns)
+	g.Expect(bootstrapKey(c)).To(Equal("tenant/etcd/b-zzzzz.db"))
+	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
+	g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	g.Expect(leaseCount(g, ns)).To(BeZero())
+	cm := &corev1.ConfigMap{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, cm)).To(Succeed())
+	g.Expect(cm.Data[captureKeyHelmRelease]).To(Equal(string(hrNotSuspended)))
+	safety := &backupsv1alpha1.Backup{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: safetyName(rj)}, safety)).To(Succeed())
+	snap := &etcdv1alpha2.EtcdSnapshot{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: safetyName(rj)}, snap)).To(Succeed())
+	g.Expect(snap.OwnerReferences).To(HaveLen(1))
+	g.Expect(snap.OwnerReferences[0].UID).To(Equal(safety.UID))
+	var snaps etcdv1alpha2.EtcdSnapshotList
+	g.Expect(k.List(ctx, &snaps, client.InNamespace(ns))).To(Succeed())
+	g.Expect(snaps.Items).To(HaveLen(1))
+	return ns
+}
+
+// Crash safety: a clean run makes exactly the enumerated writes; then, for
+// every write point, a run where that write fails before it reaches the API
+// server, and one where it is applied but the controller never learns so
+// (a crash right after it), ends in the same state with one re-create.
+func TestCrashSafety(t *testing.T) {
+	ns := runRestore(t, nil)
+	t.Run("clean run makes every enumerated write in order", func(t *testing.T) {
+		g := NewWithT(t)
+		// The status update that reports the HelmRelease Ready comes
+		// asynchronously after the finalizer is gone; compare up to it.
+		log := writes.of(ns)
+		last := indexOf(log, "patch RestoreJob -finalizer", 0)
+		g.Expect(last).To(BeNumerically(">=", 0))
+		g.Expect(distinct(log[:last+1])).To(Equal(writePoints))
+	})
+	for _, p := range writePoints {
+		for _, after := range []bool{false, true} {
+			name := fmt.Sprintf("fail %s", p)
+			if after {
+				name = fmt.Sprintf("crash after %s", p)
+			}
+			t.Run(name, func(t *testing.T) {
+				start := time.Now()
+				runRestore(t, &fault{point: p, after: after})
+				t.Logf("took %s", time.Since(start).Round(time.Millisecond))
+			})
+		}
+	}
+}
+
+// distinct keeps the first occurrence of each entry, in order.
+func distinct(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

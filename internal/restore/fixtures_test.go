@@ -1,0 +1,259 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+)
+
+// ---- fixtures ---------------------------------------------------------------
+
+const (
+	testBucket   = "bkt"
+	testEndpoint = "http://s3.test:9000"
+	testPrefix   = "tenant/etcd/"
+	testSecret   = "s3-creds"
+	testApp      = "etcd"
+)
+
+var nsCounter int
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	nsCounter++
+	name := fmt.Sprintf("r%d-%d", time.Now().UnixNano()%100000, nsCounter)
+	if err := k.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func strategyRef() backupsv1alpha1.TypedLocalObjectReference {
+	g := strategyv1alpha1.GroupVersion.Group
+	return backupsv1alpha1.TypedLocalObjectReference{APIGroup: &g, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "default"}
+}
+
+func appRef() backupsv1alpha1.TypedLocalObjectReference {
+	g := backupsv1alpha1.DefaultApplicationAPIGroup
+	return backupsv1alpha1.TypedLocalObjectReference{APIGroup: &g, Kind: "Etcd", Name: testApp}
+}
+
+// ourBackup is a Ready Backup in this driver's format, taken by snapshot
+// snap, whose artifact URI names the exact object.
+func ourBackup(ns, name, snap string) *backupsv1alpha1.Backup {
+	fps := true
+	rec := artifact.Record{SnapshotName: snap, Destination: strategyv1alpha1.EtcdS3Template{
+		Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
+		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret},
+	}}
+	u, err := rec.UnderlyingResources()
+	if err != nil {
+		panic(err)
+	}
+	return &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef(),
+			TakenAt: metav1.Now(), DriverMetadata: rec.DriverMetadata()},
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: u,
+			Artifact: &backupsv1alpha1.BackupArtifact{URI: artifact.URI(testBucket, artifact.ObjectKey(testPrefix, snap))}},
+	}
+}
+
+// liveCluster is a chart-rendered EtcdCluster with Helm metadata and a spec
+// field the typed mirror does not know.
+func liveCluster(ns string, extra string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"version":  "3.6.11",
+			"replicas": int64(3),
+			"storage":  map[string]any{"size": "4Gi"},
+			"podTemplate": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"tenant": "t1"}},
+				"extra":    extra,
+			},
+		},
+	}}
+	u.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+	u.SetNamespace(ns)
+	u.SetName(clusterName)
+	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "Helm", "helm.toolkit.fluxcd.io/name": testApp})
+	u.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "etcd", "meta.helm.sh/release-namespace": ns})
+	return u
+}
+
+func helmRelease(ns string, suspended bool) *helmv2.HelmRelease {
+	return &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testApp},
+		Spec: helmv2.HelmReleaseSpec{
+			Interval: metav1.Duration{Duration: time.Minute},
+			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+				Chart: "etcd", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "cozystack"}}},
+			Suspend: suspended,
+		},
+	}
+}
+
+func memberPVC(ns, name string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{instanceLabel: clusterName}},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+}
+
+type appOpts struct {
+	noHelmRelease bool
+	hrSuspended   bool
+	extra         string
+	notAvailable  bool
+}
+
+// deployApp creates what the chart and the operator would have: a healthy
+// three-member EtcdCluster, its PVCs and the HelmRelease.
+func deployApp(t *testing.T, ns string, o appOpts) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	c := liveCluster(ns, o.extra)
+	g.Expect(k.Create(ctx, c)).To(Succeed())
+	if !o.notAvailable {
+		setClusterHealthy(g, c)
+	}
+	for i := range 3 {
+		g.Expect(k.Create(ctx, memberPVC(ns, fmt.Sprintf("data-etcd-%d", i)))).To(Succeed())
+	}
+	if !o.noHelmRelease {
+		hr := helmRelease(ns, o.hrSuspended)
+		g.Expect(k.Create(ctx, hr)).To(Succeed())
+	}
+}
+
+func setClusterHealthy(g Gomega, u *unstructured.Unstructured) {
+	g.Expect(markHealthy(context.Background(), client.ObjectKeyFromObject(u))).To(Succeed())
+}
+
+// markHealthy plays the operator reporting every member ready.
+func markHealthy(ctx context.Context, key client.ObjectKey) error {
+	c := &etcdv1alpha2.EtcdCluster{}
+	if err := k.Get(ctx, key, c); err != nil {
+		return err
+	}
+	replicas := int32(1)
+	if c.Spec.Replicas != nil {
+		replicas = *c.Spec.Replicas
+	}
+	c.Status.ReadyMembers = replicas
+	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
+		Status: metav1.ConditionTrue, Reason: etcdv1alpha2.ReasonQuorumHealthy, Message: "all members healthy"})
+	return k.Status().Update(ctx, c)
+}
+
+func newRestoreJob(ns, name, backup string, options string) *backupsv1alpha1.RestoreJob {
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: backup}},
+	}
+	if options != "" {
+		rj.Spec.Options = &runtime.RawExtension{Raw: []byte(options)}
+	}
+	return rj
+}
+
+// ---- assertions -------------------------------------------------------------
+
+func getJob(g Gomega, ns, name string) *backupsv1alpha1.RestoreJob {
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rj)).To(Succeed())
+	return rj
+}
+
+func waitPhase(t *testing.T, ns, name string, phase backupsv1alpha1.RestoreJobPhase) *backupsv1alpha1.RestoreJob {
+	t.Helper()
+	var rj *backupsv1alpha1.RestoreJob
+	NewWithT(t).Eventually(func(g Gomega) {
+		rj = getJob(g, ns, name)
+		g.Expect(rj.Status.Phase).To(Equal(phase), "status: %+v", rj.Status)
+		g.Expect(rj.Finalizers).To(BeEmpty())
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return rj
+}
+
+func waitReason(t *testing.T, ns, name string, reason backupsv1alpha1.RestoreReason) *backupsv1alpha1.RestoreJob {
+	t.Helper()
+	var rj *backupsv1alpha1.RestoreJob
+	NewWithT(t).Eventually(func(g Gomega) {
+		rj = getJob(g, ns, name)
+		g.Expect(readyReason(rj)).To(Equal(string(reason)), "status: %+v", rj.Status)
+	}).WithTimeout(60 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	return rj
+}
+
+func condition(rj *backupsv1alpha1.RestoreJob, t string) *metav1.Condition {
+	return meta.FindStatusCondition(rj.Status.Conditions, t)
+}
+
+func getCluster(g Gomega, ns string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: clusterName}, u)).To(Succeed())
+	return u
+}
+
+func getHR(g Gomega, ns string) *helmv2.HelmRelease {
+	hr := &helmv2.HelmRelease{}
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: testApp}, hr)).To(Succeed())
+	return hr
+}
+
+func claimHolder(g Gomega, ns string) *claim.Holder {
+	h, err := claim.Get(context.Background(), k, ns, testApp)
+	g.Expect(err).NotTo(HaveOccurred())
+	return h
+}
+
+func leaseCount(g Gomega, ns string) int {
+	var l coordinationv1.LeaseList
+	g.Expect(k.List(context.Background(), &l, client.InNamespace(ns))).To(Succeed())
+	return len(l.Items)
+}
+
+func bootstrapKey(u *unstructured.Unstructured) string {
+	key, _, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
+	return key
+}
+
+func anyJobReports(ctx context.Context, ns string, reason backupsv1alpha1.RestoreReason) bool {
+	var jobs backupsv1alpha1.RestoreJobList
+	if k.List(ctx, &jobs, client.InNamespace(ns)) != nil {
+		return false
+	}
+	for i := range jobs.Items {
+		if readyReason(&jobs.Items[i]) == string(reason) {
+			return true
+		}
+	}
+	return false
+}
+
+func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }

@@ -1,0 +1,111 @@
+package restore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+)
+
+// A BackupJob created while a restore holds the application waits (no
+// snapshot of a cluster being replaced), then runs once the restore is done.
+func TestBackupJobWaitsDuringRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.holdBootstrap = true })
+	fps := true
+	group := strategyv1alpha1.GroupVersion.Group
+	g.Expect(k.Create(ctx, &strategyv1alpha1.Etcd{
+		ObjectMeta: metav1.ObjectMeta{Name: "s-" + ns},
+		Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			S3: &strategyv1alpha1.EtcdS3Template{Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
+				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret}}}}},
+	})).To(Succeed())
+	g.Expect(k.Create(ctx, &backupsv1alpha1.BackupClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "c-" + ns},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "s-" + ns},
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+		}}},
+	})).To(Succeed())
+	g.Expect(k.Create(ctx, &appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testApp}})).To(Succeed())
+
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
+	waitReason(t, ns, "restore", backupsv1alpha1.ReasonEtcdClusterBootstrapping)
+
+	job := &backupsv1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "during"},
+		Spec:       backupsv1alpha1.BackupJobSpec{ApplicationRef: appRef(), BackupClassName: "c-" + ns},
+	}
+	g.Expect(k.Create(ctx, job)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(jobReason(job)).To(Equal(backupsv1alpha1.BackupReasonRestoreInProgress))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	g.Consistently(func() int { return snapshotCount(ns) }).WithTimeout(2 * time.Second).Should(BeZero())
+
+	op.set(func(op *operator) { op.holdBootstrap = false })
+	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded))
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+}
+
+// A BackupJob snapshot already running when the restore takes the claim is
+// let finish before the restore touches the cluster.
+func TestRestoreWaitsForRunningSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.leaveSnapshot = "nightly-abcde" })
+	running := &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly-abcde"},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{ClusterRef: corev1LocalRef(clusterName), Destination: etcdv1alpha2.SnapshotLocation{
+			S3: &etcdv1alpha2.S3Destination{Endpoint: testEndpoint, Bucket: testBucket, CredentialsSecretRef: corev1LocalRef(testSecret)}}},
+	}
+	g.Expect(k.Create(ctx, running)).To(Succeed())
+	running.Status.Phase = etcdv1alpha2.SnapshotPhaseStarted
+	g.Expect(k.Status().Update(ctx, running)).To(Succeed())
+
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonWaitingForSnapshots)
+	g.Expect(rj.Status.Message).To(ContainSubstring("nightly-abcde"))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+
+	running.Status.Phase = etcdv1alpha2.SnapshotPhaseComplete
+	g.Expect(k.Status().Update(ctx, running)).To(Succeed())
+	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+}
+
+func jobReason(job *backupsv1alpha1.BackupJob) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == backupsv1alpha1.ConditionReady {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+func snapshotCount(ns string) int {
+	var list etcdv1alpha2.EtcdSnapshotList
+	if err := k.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return -1
+	}
+	return len(list.Items)
+}

@@ -1,0 +1,46 @@
+package restore
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+var (
+	restoresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_backup_driver_restores_total",
+		Help: "Finished Etcd RestoreJobs by result (Succeeded, Failed) and Ready reason.",
+	}, []string{"result", "reason"})
+	restoreDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "etcd_backup_driver_restore_duration_seconds",
+		Help:    "Time from a RestoreJob taking its application's claim to its end, by result.",
+		Buckets: prometheus.ExponentialBuckets(15, 2, 10),
+	}, []string{"result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(restoresTotal, restoreDuration)
+}
+
+// recordFinish counts a job that just reached a terminal phase.
+func recordFinish(job *backupsv1alpha1.RestoreJob) {
+	result := string(job.Status.Phase)
+	restoresTotal.WithLabelValues(result, readyReason(job)).Inc()
+	if job.Status.StartedAt != nil && job.Status.CompletedAt != nil {
+		restoreDuration.WithLabelValues(result).Observe(job.Status.CompletedAt.Sub(job.Status.StartedAt.Time).Seconds())
+	}
+}
+
+// event records d on the job: Warning for failures, Normal otherwise.
+func (r *Reconciler) event(o *observation, d decision) {
+	if r.Recorder == nil {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if d.state == stateFail {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(o.job, nil, kind, string(d.reason), d.state.String(), "%s", d.message)
+}

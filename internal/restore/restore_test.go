@@ -1,0 +1,265 @@
+package restore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+)
+
+// The whole restore: safety Backup, capture, suspend, purge, re-create with
+// the exact key and the chart's metadata, health gate, resume, clean up.
+func TestHappyPath(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	startOperator(t, ns)
+	old := getCluster(g, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-x1y2z"))).To(Succeed())
+	before := testutil.ToFloat64(restoresTotal.WithLabelValues("Succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))
+
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+
+	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonRestoreCompleted)))
+	g.Expect(rj.Status.StartedAt).NotTo(BeNil())
+	g.Expect(rj.Status.CompletedAt).NotTo(BeNil())
+
+	// The new cluster: this restore's exact object, the chart's metadata and
+	// the unknown spec field survived.
+	c := getCluster(g, ns)
+	g.Expect(c.GetUID()).NotTo(Equal(old.GetUID()))
+	g.Expect(bootstrapKey(c)).To(Equal("tenant/etcd/nightly-x1y2z.db"))
+	g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
+	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-name", "etcd"))
+	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
+	tenant, _, _ := unstructured.NestedString(c.Object, "spec", "podTemplate", "metadata", "labels", "tenant")
+	g.Expect(tenant).To(Equal("t1"))
+
+	// The application is handed back.
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	g.Expect(claimHolder(g, ns)).To(BeNil())
+	g.Eventually(func(g Gomega) {
+		cond := condition(getJob(g, ns, "restore"), backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+
+	// The safety net: a Ready Backup of the old data, owning its snapshot.
+	safety := &backupsv1alpha1.Backup{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: safetyName(rj)}, safety)).To(Succeed())
+	g.Expect(safety.Labels).To(HaveKeyWithValue(backupsv1alpha1.SafetyBackupLabel, "restore"))
+	g.Expect(safety.Status.Phase).To(Equal(backupsv1alpha1.BackupPhaseReady))
+	src, err := artifact.Resolve(safety)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(src.Key).To(Equal(testPrefix + safety.Name + ".db"))
+	snap := &etcdv1alpha2.EtcdSnapshot{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: safety.Name}, snap)).To(Succeed())
+	g.Expect(snap.OwnerReferences).To(HaveLen(1))
+	g.Expect(snap.OwnerReferences[0].UID).To(Equal(safety.UID))
+	g.Expect(len("snapshot-" + snap.Name)).To(BeNumerically("<=", 63))
+
+	// The capture is kept, readable, and records the HelmRelease's state.
+	cm := &corev1.ConfigMap{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, cm)).To(Succeed())
+	g.Expect(cm.Data[captureKeyHelmRelease]).To(Equal(string(hrNotSuspended)))
+	var captured map[string]any
+	g.Expect(yaml.Unmarshal([]byte(cm.Data[captureKeyCluster]), &captured)).To(Succeed())
+	g.Expect(captured).To(HaveKey("spec"))
+	g.Expect(captured).NotTo(HaveKey("status"))
+
+	// Observability.
+	g.Expect(testutil.ToFloat64(restoresTotal.WithLabelValues("Succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))).
+		To(Equal(before + 1))
+	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
+		Should(ContainElements(string(backupsv1alpha1.ReasonRestoreCompleted), string(backupsv1alpha1.ReasonSafetySnapshotRunning)))
+	g.Expect(writes.of(ns)).To(ContainElement("create EtcdCluster with bootstrap"))
+	g.Expect(countOf(writes.of(ns), "create EtcdCluster with bootstrap")).To(Equal(1))
+}
+
+func eventReasons(ns string) []string {
+	var list eventsv1.EventList
+	if err := k.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+// An admin's suspension is theirs: the restore leaves it in place.
+func TestHelmReleaseAlreadySuspendedStaysSuspended(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{hrSuspended: true})
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue())
+	cond := condition(rj, backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Reason).To(Equal(string(backupsv1alpha1.ReasonHelmReleaseLeftSuspended)))
+	g.Expect(writes.of(ns)).NotTo(ContainElement(ContainSubstring("HelmRelease")))
+	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionSafetyBackup).Reason).
+		To(Equal(string(backupsv1alpha1.ReasonSafetySnapshotSkipped)))
+}
+
+// No HelmRelease: the restore proceeds and says so.
+func TestNoHelmRelease(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{noHelmRelease: true})
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	cond := condition(rj, backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Reason).To(Equal(string(backupsv1alpha1.ReasonHelmReleaseNotFound)))
+	g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b-aaaaa.db"))
+}
+
+// A re-created cluster that never becomes healthy fails at the deadline and
+// leaves the application recoverable.
+func TestClusterNeverAvailable(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.holdBootstrap = true })
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"restoreTimeoutSeconds":4}`))).To(Succeed())
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+
+	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonDeadlineExceeded)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(safetyName(rj)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(captureName(rj)))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse(), "the HelmRelease is back to its prior state")
+	g.Expect(claimHolder(g, ns)).To(BeNil())
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, &corev1.ConfigMap{})).To(Succeed())
+	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
+		Should(ContainElement(string(backupsv1alpha1.ReasonDeadlineExceeded)))
+}
+
+// Deleting a RestoreJob mid-restore hands the application back.
+func TestRestoreJobDeletedMidRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.holdBootstrap = true })
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonEtcdClusterBootstrapping)
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue())
+
+	g.Expect(k.Delete(ctx, rj)).To(Succeed())
+	g.Eventually(func() bool {
+		return k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{}) != nil
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	g.Expect(claimHolder(g, ns)).To(BeNil())
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, &corev1.ConfigMap{})).To(Succeed())
+	g.Expect(eventReasons(ns)).To(ContainElement(string(backupsv1alpha1.ReasonRestoreJobDeleted)))
+}
+
+// A 200 KiB spec is captured and re-created whole.
+func TestLargeCapturedSpec(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	big := strings.Repeat("0123456789abcdef", 200*1024/16)
+	deployApp(t, ns, appOpts{extra: big})
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
+	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	got, _, _ := unstructured.NestedString(getCluster(g, ns).Object, "spec", "podTemplate", "extra")
+	g.Expect(got).To(HaveLen(len(big)))
+	g.Expect(got == big).To(BeTrue())
+}
+
+// Two RestoreJobs for one application never interleave: the second waits
+// with a visible reason and runs after the first handed the app back.
+func TestTwoRestoreJobsSerialise(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.set(func(op *operator) { op.holdBootstrap = true })
+	g.Expect(k.Create(ctx, ourBackup(ns, "b1", "b1-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, ourBackup(ns, "b2", "b2-bbbbb"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "first", "b1", `{"safetySnapshot":false}`))).To(Succeed())
+	waitReason(t, ns, "first", backupsv1alpha1.ReasonEtcdClusterBootstrapping)
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "second", "b2", `{"safetySnapshot":false}`))).To(Succeed())
+	second := waitReason(t, ns, "second", backupsv1alpha1.ReasonWaitingForClaim)
+	g.Expect(second.Status.Message).To(ContainSubstring("first"))
+	g.Consistently(func(g Gomega) {
+		g.Expect(getJob(g, ns, "second").Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhasePending))
+		g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b1-aaaaa.db"))
+	}).WithTimeout(2 * time.Second).Should(Succeed())
+
+	op.set(func(op *operator) { op.holdBootstrap = false })
+	waitPhase(t, ns, "first", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	secondDone := waitPhase(t, ns, "second", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b2-bbbbb.db"))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+
+	// Never interleaved: the second job's first write after queueing (its
+	// claim) comes after the first job released the claim and resumed the
+	// HelmRelease; and the second recorded the HelmRelease as not suspended.
+	log := writes.of(ns)
+	g.Expect(countOf(log, "create EtcdCluster with bootstrap")).To(Equal(2))
+	releaseIdx, secondClaimIdx := indexOf(log, "delete Lease", 0), indexOf(log, "create Lease", 1)
+	g.Expect(releaseIdx).To(BeNumerically(">=", 0))
+	g.Expect(secondClaimIdx).To(BeNumerically(">", releaseIdx))
+	g.Expect(indexOf(log, "patch HelmRelease suspend=false", 0)).To(BeNumerically("<", releaseIdx))
+	cm := &corev1.ConfigMap{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(secondDone)}, cm)).To(Succeed())
+	g.Expect(cm.Data[captureKeyHelmRelease]).To(Equal(string(hrNotSuspended)))
+}
+
+// indexOf returns the index of the nth (0-based) occurrence of s, or -1.
+func indexOf(list []string, s string, nth int) int {
+	for i, x := range list {
+		if x == s {
+			if nth == 0 {
+				return i
+			}
+			nth--
+		}
+	}
+	return -1
+}
