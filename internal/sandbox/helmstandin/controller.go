@@ -135,13 +135,14 @@ func (r *Reconciler) apply(ctx context.Context, hr *helmv2.HelmRelease) (int, er
 	log := logf.FromContext(ctx)
 	applied := 0
 	for _, o := range objs {
-		if _, err := r.Client.RESTMapper().RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version); err != nil {
+		mapping, err := r.Client.RESTMapper().RESTMapping(o.GroupVersionKind().GroupKind(), o.GroupVersionKind().Version)
+		if err != nil {
 			if meta.IsNoMatchError(err) {
 				continue // no CRD for it here (cert-manager in the sandbox)
 			}
 			return applied, err
 		}
-		if o.GetNamespace() == "" {
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace && o.GetNamespace() == "" {
 			o.SetNamespace(ns)
 		}
 		labels := o.GetLabels()
