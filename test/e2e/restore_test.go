@@ -79,7 +79,7 @@ func TestRestoreFromWrongKeyFailsAndSafetyBackupRecovers(t *testing.T) {
 	bad.Status.Artifact.URI = good.Status.Artifact.URI + ".missing"
 	g.Expect(sb.Client.Create(tn.ctx, bad)).To(Succeed())
 
-	failed := tn.awaitRestore(tn.restoreJob("from-wrong-key", bad.Name, map[string]any{"restoreTimeoutSeconds": 40}), 3*time.Minute)
+	failed := tn.awaitRestore(tn.restoreJob("from-wrong-key", bad.Name, map[string]any{"restoreTimeoutSeconds": 75}), 3*time.Minute)
 	g.Expect(failed.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
 	g.Expect(failed.Status.Message).To(ContainSubstring("safety"), "the failure says where the old data is")
 	tn.expectHelmReleaseSuspended(false)
