@@ -1,10 +1,13 @@
 package manager
 
 import (
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 )
 
@@ -19,6 +22,8 @@ type setupFunc func(mgr ctrl.Manager, o Options) error
 var controllers = []setupFunc{
 	setupBackupJobs,
 	setupRestores,
+	setupPlans,
+	setupBackupDeletion,
 }
 
 func setupBackupJobs(mgr ctrl.Manager, o Options) error {
@@ -39,4 +44,27 @@ func setupRestores(mgr ctrl.Manager, o Options) error {
 		Deadline: o.RestoreDeadline,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+}
+
+func setupPlans(mgr ctrl.Manager, o Options) error {
+	var clk clock.PassiveClock = clock.RealClock{}
+	if o.Clock != nil {
+		clk = o.Clock
+	}
+	r := &plan.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Clock:     clk,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupBackupDeletion(mgr ctrl.Manager, o Options) error {
+	r := &backupdeletion.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"time"
 
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -36,6 +37,9 @@ type Options struct {
 	// WrapClient, when set, wraps the client every controller uses. Tests
 	// use it to inject failures and crashes at chosen API writes. No flag.
 	WrapClient func(client.Client) client.Client
+	// Clock is the time source of the Plan scheduler; nil means the real
+	// clock. Tests and the sandbox set a fake one. No flag.
+	Clock clock.PassiveClock
 }
 
 // client returns the client controllers of mgr use.

@@ -94,6 +94,11 @@ type PlanStatus struct {
 	// LastScheduleTime is the scheduled time of the newest run started.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+	// LastSkippedTime is the scheduled time of the newest run that was
+	// skipped (missed deadline, concurrency, suspension); runs at or before
+	// it are never reconsidered, so each skip is reported once.
+	// +optional
+	LastSkippedTime *metav1.Time `json:"lastSkippedTime,omitempty"`
 	// NextScheduleTime is the next time a run is due.
 	// +optional
 	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`

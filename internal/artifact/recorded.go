@@ -1,0 +1,32 @@
+package artifact
+
+import (
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+)
+
+// Recorded is what a Backup says about its snapshot independently of where
+// the snapshot is stored, so it is readable even when Resolve fails.
+type Recorded struct {
+	// SnapshotName is the EtcdSnapshot's name (same namespace), or "".
+	SnapshotName string
+	// SnapshotUID is the EtcdSnapshot's UID, or "" when not recorded
+	// (Backups of the Cozystack driver).
+	SnapshotUID string
+	// DeletionPolicy recorded when the Backup was taken; Retain if none.
+	DeletionPolicy strategyv1alpha1.DeletionPolicy
+}
+
+// RecordedOf reads the snapshot identity and deletion policy of b.
+func RecordedOf(b *backupsv1alpha1.Backup) Recorded {
+	meta := b.Spec.DriverMetadata
+	r := Recorded{
+		SnapshotName:   meta[MetaSnapshotName],
+		SnapshotUID:    meta[MetaSnapshotUID],
+		DeletionPolicy: strategyv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
+	}
+	if r.DeletionPolicy == "" {
+		r.DeletionPolicy = strategyv1alpha1.DeletionPolicyRetain
+	}
+	return r
+}

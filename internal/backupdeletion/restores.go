@@ -1,0 +1,54 @@
+package backupdeletion
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+)
+
+// waitForRestores holds back the deletion of a Backup whose object would be
+// deleted while an unfinished RestoreJob reads it: deleting the data under
+// a running restore could leave the application with no etcd at all. It
+// reports true while waiting; the RestoreJob watch brings the Backup back
+// when the restore ends.
+func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Backup) (bool, error) {
+	if artifact.RecordedOf(b).DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete ||
+		b.Annotations[SkipObjectDeletionAnnotation] == "true" {
+		return false, nil
+	}
+	// Live, not cached: a RestoreJob created a moment ago counts.
+	var restores backupsv1alpha1.RestoreJobList
+	if err := r.APIReader.List(ctx, &restores, client.InNamespace(b.Namespace)); err != nil {
+		return false, fmt.Errorf("list RestoreJobs in %s: %w", b.Namespace, err)
+	}
+	var users []string
+	for _, rj := range restores.Items {
+		if rj.Spec.BackupRef.Name == b.Name && !rj.Status.Phase.IsTerminal() {
+			users = append(users, rj.Name)
+		}
+	}
+	if len(users) == 0 {
+		return false, nil
+	}
+	msg := fmt.Sprintf("waiting for RestoreJob %s to finish before deleting the stored snapshot", strings.Join(users, ", "))
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, backupsv1alpha1.BackupReasonInUseByRestore, "Cleanup", "%s", msg)
+	return true, r.setCleanupCondition(ctx, b, backupsv1alpha1.BackupReasonInUseByRestore, msg)
+}
+
+// backupOfRestore maps a RestoreJob to the Backup it reads.
+func backupOfRestore(_ context.Context, obj client.Object) []reconcile.Request {
+	rj, ok := obj.(*backupsv1alpha1.RestoreJob)
+	if !ok || rj.Spec.BackupRef.Name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}}}
+}

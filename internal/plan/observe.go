@@ -1,0 +1,111 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// observed is what one reconcile of a Plan knows about the world.
+type observed struct {
+	// ownJobs are the BackupJobs this Plan created (controller reference).
+	ownJobs []backupsv1alpha1.BackupJob
+	// appJobsRunning is true when any BackupJob for the Plan's application
+	// (the Plan's or another) has not finished.
+	appJobsRunning bool
+	// backups are the Plan's Backups (plan label and planRef agree).
+	backups []backupsv1alpha1.Backup
+	// inUse names Backups a RestoreJob that has not finished reads.
+	inUse map[string]bool
+}
+
+func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*observed, error) {
+	obs := &observed{}
+	ns := client.InNamespace(plan.Namespace)
+
+	var jobs backupsv1alpha1.BackupJobList
+	if err := r.Client.List(ctx, &jobs, ns); err != nil {
+		return nil, fmt.Errorf("list BackupJobs in %s: %w", plan.Namespace, err)
+	}
+	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
+	for _, j := range jobs.Items {
+		if ownedBy(&j, plan) {
+			obs.ownJobs = append(obs.ownJobs, j)
+		}
+		if !j.Status.Phase.IsTerminal() && j.DeletionTimestamp == nil && sameApp(app, j.Spec.ApplicationRef) {
+			obs.appJobsRunning = true
+		}
+	}
+
+	var backups backupsv1alpha1.BackupList
+	if err := r.Client.List(ctx, &backups, ns, client.MatchingLabels{backupsv1alpha1.PlanNameLabel: plan.Name}); err != nil {
+		return nil, fmt.Errorf("list Backups of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	for _, b := range backups.Items {
+		// A Backup must say it is this Plan's both ways before retention
+		// may delete it; a stray label alone is not enough.
+		if b.Spec.PlanRef != nil && b.Spec.PlanRef.Name == plan.Name {
+			obs.backups = append(obs.backups, b)
+		}
+	}
+
+	inUse, err := restoresInProgress(ctx, r.Client, plan.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	obs.inUse = inUse
+	return obs, nil
+}
+
+// restoresInProgress names the Backups that unfinished RestoreJobs in
+// namespace read.
+func restoresInProgress(ctx context.Context, c client.Reader, namespace string) (map[string]bool, error) {
+	var restores backupsv1alpha1.RestoreJobList
+	if err := c.List(ctx, &restores, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list RestoreJobs in %s: %w", namespace, err)
+	}
+	inUse := map[string]bool{}
+	for _, rj := range restores.Items {
+		if !rj.Status.Phase.IsTerminal() {
+			inUse[rj.Spec.BackupRef.Name] = true
+		}
+	}
+	return inUse, nil
+}
+
+func ownedBy(j *backupsv1alpha1.BackupJob, plan *backupsv1alpha1.Plan) bool {
+	ref := metav1.GetControllerOf(j)
+	return ref != nil && ref.UID == plan.UID
+}
+
+func sameApp(a, b backupsv1alpha1.TypedLocalObjectReference) bool {
+	b = backupsv1alpha1.NormalizeApplicationRef(b)
+	return a.APIGroupOrEmpty() == b.APIGroupOrEmpty() && a.Kind == b.Kind && a.Name == b.Name
+}
+
+// lastConsidered is the newest run time the Plan has already started or
+// skipped: runs at or before it are never looked at again. It starts at the
+// Plan's creation, and also counts the run times recorded on its own jobs,
+// so a lost status write cannot make a run happen twice.
+func lastConsidered(plan *backupsv1alpha1.Plan, obs *observed) time.Time {
+	t := plan.CreationTimestamp.Time
+	for _, mt := range []*metav1.Time{plan.Status.LastScheduleTime, plan.Status.LastSkippedTime} {
+		if mt != nil && mt.After(t) {
+			t = mt.Time
+		}
+	}
+	for i := range obs.ownJobs {
+		if _, ok := obs.ownJobs[i].Annotations[ScheduledAtAnnotation]; !ok {
+			continue
+		}
+		if at := JobScheduledAt(&obs.ownJobs[i]); at.After(t) {
+			t = at
+		}
+	}
+	return t
+}

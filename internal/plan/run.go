@@ -1,0 +1,186 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// runDue starts or skips the runs that are due at now and returns the next
+// run time (zero when the schedule never fires again). It records what it
+// did in plan's status; the caller writes it.
+func (r *Reconciler) runDue(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, sched Schedule, now time.Time) (time.Time, error) {
+	recoverLastSchedule(plan, obs)
+	deadline := DefaultStartingDeadline
+	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
+		deadline = time.Duration(*s) * time.Second
+	}
+	runs := DueRuns(sched, lastConsidered(plan, obs), now, deadline)
+
+	if plan.Spec.Suspend {
+		plan.Status.NextScheduleTime = nil
+		// Runs that fall while suspended are accounted for as they pass,
+		// so resuming never starts a run that was due during suspension.
+		skipped := runs.Missed + runs.Superseded
+		last := runs.LastSkipped
+		if !runs.Due.IsZero() {
+			skipped++
+			last = runs.Due
+		}
+		if skipped > 0 {
+			r.skip(plan, backupsv1alpha1.PlanReasonSuspended, skipped, last,
+				fmt.Sprintf("skipped %s: the Plan is suspended", countRuns(skipped, runs.Truncated)))
+		}
+		return runs.Next, nil
+	}
+	plan.Status.NextScheduleTime = timePtr(runs.Next)
+
+	if n := runs.Missed + runs.Superseded; n > 0 {
+		r.skip(plan, backupsv1alpha1.PlanReasonMissedStartingDeadline, n, runs.LastSkipped,
+			fmt.Sprintf("skipped %s that could not start within the starting deadline of %s (the newest skipped was due at %s); only the newest due run starts",
+				countRuns(n, runs.Truncated), deadline, runs.LastSkipped.UTC().Format(time.RFC3339)))
+	}
+	if runs.Due.IsZero() {
+		return runs.Next, nil
+	}
+	return runs.Next, r.start(ctx, plan, obs, runs.Due)
+}
+
+// start creates the BackupJob for the run due at due, unless the
+// concurrency policy forbids it or its name is taken by a stranger.
+func (r *Reconciler) start(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, due time.Time) error {
+	job := newJob(plan, due)
+	logger := log.FromContext(ctx).WithValues("backupJob", job.Name, "scheduledAt", due)
+
+	// A job of ours with this name means the run already started (a
+	// previous reconcile created it and crashed before writing status).
+	var existing backupsv1alpha1.BackupJob
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &existing)
+	switch {
+	case err == nil:
+		return r.adopt(plan, &existing, due)
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read BackupJob %s/%s: %w", job.Namespace, job.Name, err)
+	}
+
+	if plan.Spec.ConcurrencyPolicy != backupsv1alpha1.ConcurrencyAllow && obs.appJobsRunning {
+		r.skip(plan, backupsv1alpha1.PlanReasonConcurrencyForbidden, 1, due,
+			fmt.Sprintf("skipped the run due at %s: a BackupJob for application %s has not finished and concurrencyPolicy is Forbid",
+				due.UTC().Format(time.RFC3339), plan.Spec.ApplicationRef.Name))
+		return nil
+	}
+
+	if err := controllerutil.SetControllerReference(plan, job, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own BackupJob %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &existing); err != nil {
+				return fmt.Errorf("read BackupJob %s/%s after AlreadyExists: %w", job.Namespace, job.Name, err)
+			}
+			return r.adopt(plan, &existing, due)
+		}
+		return fmt.Errorf("create BackupJob %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	logger.Info("started scheduled backup")
+	runsTotal.Inc()
+	plan.Status.LastScheduleTime = &metav1.Time{Time: due}
+	msg := fmt.Sprintf("created BackupJob %s for the run due at %s", job.Name, due.UTC().Format(time.RFC3339))
+	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionTrue, backupsv1alpha1.PlanReasonJobCreated, msg)
+	r.Recorder.Eventf(plan, job, corev1.EventTypeNormal, backupsv1alpha1.PlanReasonJobCreated, "Schedule", "%s", msg)
+	return nil
+}
+
+// adopt handles a BackupJob that already has the run's name: ours means the
+// run started; anyone else's means the run cannot start under that name.
+func (r *Reconciler) adopt(plan *backupsv1alpha1.Plan, existing *backupsv1alpha1.BackupJob, due time.Time) error {
+	if ownedBy(existing, plan) {
+		plan.Status.LastScheduleTime = &metav1.Time{Time: due}
+		return nil
+	}
+	r.skip(plan, backupsv1alpha1.PlanReasonNameConflict, 1, due,
+		fmt.Sprintf("skipped the run due at %s: BackupJob %s exists and does not belong to this Plan; rename or delete it",
+			due.UTC().Format(time.RFC3339), existing.Name))
+	return nil
+}
+
+// skip records that n runs, the newest due at last, did not start.
+func (r *Reconciler) skip(plan *backupsv1alpha1.Plan, reason string, n int, last time.Time, msg string) {
+	skippedRunsTotal.WithLabelValues(reason).Add(float64(n))
+	if cur := plan.Status.LastSkippedTime; cur == nil || last.After(cur.Time) {
+		plan.Status.LastSkippedTime = &metav1.Time{Time: last}
+	}
+	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionFalse, reason, msg)
+	if reason == backupsv1alpha1.PlanReasonSuspended {
+		// Asked for; a Warning at every tick would only be noise.
+		return
+	}
+	r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", msg)
+}
+
+// newJob is the BackupJob for the run of plan due at due.
+func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJob {
+	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
+	labels := map[string]string{backupsv1alpha1.PlanNameLabel: plan.Name}
+	// An application name too long for a label value is left unlabelled
+	// rather than failing every run; spec.applicationRef still names it.
+	if len(validation.IsValidLabelValue(app.Name)) == 0 {
+		labels[backupsv1alpha1.ApplicationNameLabel] = app.Name
+	}
+	return &backupsv1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   plan.Namespace,
+			Name:        JobName(plan.Name, due),
+			Labels:      labels,
+			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
+		},
+		Spec: backupsv1alpha1.BackupJobSpec{
+			PlanRef:         &backupsv1alpha1.LocalObjectReference{Name: plan.Name},
+			ApplicationRef:  app,
+			BackupClassName: plan.Spec.BackupClassName,
+		},
+	}
+}
+
+// recoverLastSchedule moves status.lastScheduleTime up to the newest run
+// recorded on the Plan's own jobs, repairing a lost status write.
+func recoverLastSchedule(plan *backupsv1alpha1.Plan, obs *observed) {
+	for i := range obs.ownJobs {
+		j := &obs.ownJobs[i]
+		if _, ok := j.Annotations[ScheduledAtAnnotation]; !ok {
+			continue
+		}
+		at := JobScheduledAt(j)
+		if cur := plan.Status.LastScheduleTime; cur == nil || at.After(cur.Time) {
+			plan.Status.LastScheduleTime = &metav1.Time{Time: at}
+		}
+	}
+}
+
+func countRuns(n int, atLeast bool) string {
+	s := fmt.Sprintf("%d run", n)
+	if n != 1 {
+		s += "s"
+	}
+	if atLeast {
+		s = "at least " + s
+	}
+	return s
+}
+
+func timePtr(t time.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &metav1.Time{Time: t}
+}
