@@ -38,8 +38,9 @@ bash "$ROOT/examples/backups/etcd/run-all.sh"
 t() { awk -v k="$1" '$1 == k { print $2 }' "$TIMINGS"; }
 bytes=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.sizeBytes}')
 uri=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.uri}')
-total=$(echo "$(date +%s.%N) - $started" | bc)
-mb=$(echo "scale=1; $bytes / 1000000" | bc)
+total=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }')
+mb=$(awk -v b="$bytes" 'BEGIN { printf "%.1f", b / 1e6 }')
+rate=$(awk -v m="$mb" -v t="$(t backup)" 'BEGIN { printf "%.1f", m / t }')
 cat <<TXT
 
 ================================ demo summary ================================
@@ -48,11 +49,11 @@ cat <<TXT
   sentinel data               $KEYS keys x $VALUE_SIZE B written in $(t write-sentinels)s
   backup                      $(t backup)s   BackupJob -> EtcdSnapshot -> S3 -> Backup
                               ${mb} MB at $uri
-                              ($(echo "scale=1; $mb / $(t backup)" | bc) MB/s end to end)
+                              (${rate} MB/s end to end)
   disaster                    sentinels overwritten with generation v2
   in-place restore            $(t restore)s   safety Backup, suspend, purge, re-create from S3, resume
   verify                      $(t verify)s   all $KEYS keys back at generation v1
-  total                       ${total%.*}s
+  total                       ${total}s
   RESULT                      SUCCESS: the backed-up data is back
 ==============================================================================
 TXT

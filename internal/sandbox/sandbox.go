@@ -168,7 +168,7 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err := s.Snapshots.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	helm := &helmstandin.Reconciler{Client: mgr.GetClient(), ChartsDir: filepath.Join(testenv.RepoRoot(), "charts")}
+	helm := &helmstandin.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ChartsDir: filepath.Join(testenv.RepoRoot(), "charts")}
 	if err := helm.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

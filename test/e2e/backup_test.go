@@ -15,7 +15,6 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
@@ -32,11 +31,8 @@ func TestBackupAndInPlaceRestoreOfFiftyThousandKeys(t *testing.T) {
 	g := tn.g
 	tn.deploy(3)
 
-	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer cli.Close()
 	writeStart := time.Now()
-	g.Expect(bigSet.Write(tn.ctx, cli)).To(Succeed())
+	g.Expect(bigSet.Write(tn.ctx, tn.etcd())).To(Succeed())
 	t.Logf("wrote %d keys (%d MiB of values) in %s", bigSet.N, bigSet.N*bigSet.Size>>20, time.Since(writeStart).Round(time.Millisecond))
 
 	jobStart := time.Now()

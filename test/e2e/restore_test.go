@@ -46,9 +46,16 @@ func TestHelmReleaseReappliesDeletedClusterUnlessSuspended(t *testing.T) {
 	g.Expect(sb.Client.Get(tn.ctx, key, &hr)).To(Succeed())
 	hr.Spec.Suspend = true
 	g.Expect(sb.Client.Update(tn.ctx, &hr)).To(Succeed())
-	var again etcdv1alpha2.EtcdCluster
-	g.Expect(sb.Client.Get(tn.ctx, key, &again)).To(Succeed())
-	g.Expect(sb.Client.Delete(tn.ctx, &again)).To(Succeed())
+	// An apply that started before the suspend may still land once;
+	// after that, nothing brings the cluster back.
+	g.Eventually(func() error {
+		var c etcdv1alpha2.EtcdCluster
+		if err := sb.Client.Get(tn.ctx, key, &c); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		_ = sb.Client.Delete(tn.ctx, &c)
+		return fmt.Errorf("EtcdCluster %s still exists", c.UID)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 	g.Consistently(func() error {
 		return sb.Client.Get(tn.ctx, key, &etcdv1alpha2.EtcdCluster{})
 	}).WithTimeout(3 * time.Second).Should(HaveOccurred())
@@ -124,9 +131,7 @@ func (tn *tenant) awaitRestore(rj *backupsv1alpha1.RestoreJob, timeout time.Dura
 // write puts set into the application's cluster.
 func (tn *tenant) write(set kvdata.Set) {
 	tn.t.Helper()
-	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
-	tn.g.Expect(err).NotTo(HaveOccurred())
-	defer cli.Close()
+	cli := tn.etcd()
 	tn.g.Expect(set.Write(tn.ctx, cli)).To(Succeed())
 }
 
@@ -134,12 +139,10 @@ func (tn *tenant) write(set kvdata.Set) {
 // deletes the last ones, so that the live data no longer matches set.
 func (tn *tenant) mutate(set kvdata.Set) {
 	tn.t.Helper()
-	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
-	tn.g.Expect(err).NotTo(HaveOccurred())
-	defer cli.Close()
+	cli := tn.etcd()
 	changed := kvdata.Set{Prefix: set.Prefix, N: set.N / 10, Size: set.Size, Gen: "after-backup"}
 	tn.g.Expect(changed.Write(tn.ctx, cli)).To(Succeed())
-	_, err = cli.Delete(tn.ctx, set.Key(set.N-100), clientv3.WithRange(set.Key(set.N)))
+	_, err := cli.Delete(tn.ctx, set.Key(set.N-100), clientv3.WithRange(set.Key(set.N)))
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(set.Check(tn.ctx, cli)).NotTo(Succeed(), "the live data differs from the backup")
 }
@@ -147,9 +150,7 @@ func (tn *tenant) mutate(set kvdata.Set) {
 // expectData checks that the application's cluster holds exactly set.
 func (tn *tenant) expectData(set kvdata.Set) {
 	tn.t.Helper()
-	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
-	tn.g.Expect(err).NotTo(HaveOccurred())
-	defer cli.Close()
+	cli := tn.etcd()
 	tn.g.Expect(set.Check(tn.ctx, cli)).To(Succeed())
 }
 
@@ -161,4 +162,14 @@ func (tn *tenant) expectHelmReleaseSuspended(want bool) {
 		g.Expect(hr.Spec.Suspend).To(Equal(want))
 		g.Expect(meta.IsStatusConditionTrue(hr.Status.Conditions, "Ready")).To(BeTrue())
 	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// etcd opens a client to the application's live members; it is closed when
+// the test ends.
+func (tn *tenant) etcd() *clientv3.Client {
+	tn.t.Helper()
+	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	tn.t.Cleanup(func() { _ = cli.Close() })
+	return cli
 }

@@ -33,7 +33,7 @@ timed() {
   start=$(date +%s.%N)
   "$@"
   end=$(date +%s.%N)
-  printf '%s %.1f\n' "$name" "$(echo "$end - $start" | bc)" >> "$TIMINGS"
+  awk -v n="$name" -v s="$start" -v e="$end" 'BEGIN { printf "%s %.1f\n", n, e - s }' >> "$TIMINGS"
 }
 
 # wait_for WHAT KUBECTL-WAIT-ARGS...: say what we wait for, then wait.

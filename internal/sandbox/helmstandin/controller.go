@@ -43,6 +43,9 @@ const fieldOwner = "helm-controller"
 // Reconciler renders and applies HelmReleases.
 type Reconciler struct {
 	Client client.Client
+	// APIReader re-reads a release live before applying, so that a suspend
+	// the cache has not delivered yet is still honoured.
+	APIReader client.Reader
 	// ChartsDir holds one folder per chart (charts/<name>).
 	ChartsDir string
 }
@@ -68,7 +71,7 @@ func releaseOf(_ context.Context, o client.Object) []reconcile.Request {
 // Reconcile installs or upgrades one release unless it is suspended.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var hr helmv2.HelmRelease
-	if err := r.Client.Get(ctx, req.NamespacedName, &hr); err != nil {
+	if err := r.APIReader.Get(ctx, req.NamespacedName, &hr); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if hr.Spec.Suspend || !hr.DeletionTimestamp.IsZero() {
