@@ -1,0 +1,201 @@
+// Package sandbox runs the whole product on one machine with no kubelet: a
+// real kube-apiserver and etcd (from bin/, through test/testenv) with every
+// CRD, the driver's own manager (internal/manager.New), an embedded S3
+// server, and stand-ins for the etcd-operator (real etcd member processes,
+// real snapshots and restores) and Flux's helm-controller (charts/etcd
+// rendered with the Helm SDK). cmd/sandbox, `make demo` and test/e2e all
+// start it through Start.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
+)
+
+// Options configure a sandbox. The zero value is usable.
+type Options struct {
+	// Dir holds S3 data, etcd member data and logs. Empty means a fresh
+	// temporary folder, removed by Stop.
+	Dir string
+	// S3 are the credentials the embedded S3 server accepts; empty means
+	// DefaultS3Credentials.
+	S3 s3server.Credentials
+	// Buckets created at start; empty means DefaultBucket.
+	Buckets []string
+	// ProgressDeadline is the stand-in operator's bootstrap deadline
+	// (default 600s, the operator's progressDeadlineSeconds default).
+	ProgressDeadline time.Duration
+	// Driver adjusts the driver's manager options (deadlines, ...).
+	Driver func(*manager.Options)
+}
+
+// Sandbox defaults.
+const DefaultBucket = "etcd-backups"
+
+// DefaultS3Credentials are the embedded S3 server's well-known sandbox keys.
+var DefaultS3Credentials = s3server.Credentials{AccessKeyID: "sandbox-access-key", SecretAccessKey: "sandbox-secret-key"}
+
+// Sandbox is a running sandbox.
+type Sandbox struct {
+	// Config reaches the API server as an admin.
+	Config *rest.Config
+	// Client is an uncached client with the driver's scheme.
+	Client client.Client
+	// S3 is the embedded S3 endpoint.
+	S3 *s3server.Server
+	// S3Credentials are the keys S3 accepts.
+	S3Credentials s3server.Credentials
+	// Fleet knows the running etcd members.
+	Fleet *operator.Fleet
+	// Snapshots is the stand-in's snapshot controller (for timings).
+	Snapshots *operator.SnapshotReconciler
+	// Dir is the sandbox's data folder.
+	Dir string
+
+	env     *testenv.Env
+	tempDir bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	errsMu  sync.Mutex
+	errs    []error
+}
+
+// Start brings everything up and returns once the managers run. On error
+// everything already started is stopped again.
+func Start(o Options) (_ *Sandbox, err error) {
+	s := &Sandbox{Dir: o.Dir, S3Credentials: o.S3}
+	if s.S3Credentials.AccessKeyID == "" {
+		s.S3Credentials = DefaultS3Credentials
+	}
+	if s.Dir == "" {
+		if s.Dir, err = os.MkdirTemp("", "etcd-backup-sandbox-"); err != nil {
+			return nil, err
+		}
+		s.tempDir = true
+	}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, s.Stop())
+		}
+	}()
+	buckets := o.Buckets
+	if len(buckets) == 0 {
+		buckets = []string{DefaultBucket}
+	}
+	if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
+		return s, err
+	}
+	if s.env, err = testenv.Start(); err != nil {
+		return s, err
+	}
+	s.Config, s.Client = s.env.Config, s.env.Client
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	driverOpts := manager.DefaultOptions()
+	driverOpts.MetricsAddr, driverOpts.ProbeAddr = "0", "0"
+	driverOpts.SkipControllerNameValidation = true
+	if o.Driver != nil {
+		o.Driver(&driverOpts)
+	}
+	driver, err := manager.New(s.Config, driverOpts)
+	if err != nil {
+		return s, err
+	}
+	standIns, err := s.standIns(o)
+	if err != nil {
+		return s, err
+	}
+	for name, m := range map[string]ctrl.Manager{"driver": driver, "stand-ins": standIns} {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			if err := m.Start(ctx); err != nil {
+				s.errsMu.Lock()
+				s.errs = append(s.errs, fmt.Errorf("%s manager: %w", name, err))
+				s.errsMu.Unlock()
+			}
+		}()
+	}
+	return s, nil
+}
+
+// standIns builds the manager running the etcd-operator and helm-controller
+// stand-ins.
+func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
+	skip := true
+	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
+		Scheme:                 driverscheme.New(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: &skip},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stand-in manager: %w", err)
+	}
+	deadline := o.ProgressDeadline
+	if deadline == 0 {
+		deadline = 600 * time.Second
+	}
+	s.Fleet = operator.NewFleet(filepath.Join(s.Dir, "etcd"))
+	clusters := &operator.ClusterReconciler{
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fleet: s.Fleet,
+		EtcdBinary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), ProgressDeadline: deadline, Now: time.Now,
+	}
+	if err := clusters.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	s.Snapshots = &operator.SnapshotReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fleet: s.Fleet, Now: time.Now}
+	if err := s.Snapshots.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	helm := &helmstandin.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ChartsDir: filepath.Join(testenv.RepoRoot(), "charts")}
+	if err := helm.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Stop ends the managers, every etcd member, S3 and the API server, and
+// removes a temporary data folder. It is safe on a partly started sandbox.
+func (s *Sandbox) Stop() error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	if s.Fleet != nil {
+		s.Fleet.StopAll()
+	}
+	errs := append([]error(nil), s.errs...)
+	if s.S3 != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		errs = append(errs, s.S3.Stop(ctx))
+		cancel()
+	}
+	if s.env != nil {
+		errs = append(errs, s.env.Stop())
+	}
+	if s.tempDir {
+		errs = append(errs, os.RemoveAll(s.Dir))
+	}
+	return errors.Join(errs...)
+}
