@@ -117,6 +117,9 @@ func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, 
 			Namespace: job.Namespace,
 			Name:      job.Name,
 			Labels:    ownerLabels(job),
+			// Set at creation so no Backup exists, even for a moment,
+			// whose deletion would skip the snapshot and object cleanup.
+			Finalizers: []string{backupsv1alpha1.CleanupFinalizer},
 		},
 		Spec: backupsv1alpha1.BackupSpec{
 			ApplicationRef: job.Spec.ApplicationRef,

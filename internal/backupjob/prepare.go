@@ -132,7 +132,10 @@ func render(strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, par
 // gate holds the job back while a restore owns the application or its
 // cluster is not Available.
 func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob, app string) *outcome {
-	holder, err := claim.Get(ctx, r.Client, job.Namespace, app)
+	// Read the claim live: a restore that claimed the application a moment
+	// ago may not be in the cache yet, and this is the last check before
+	// the snapshot touches the cluster.
+	holder, err := claim.Get(ctx, r.APIReader, job.Namespace, app)
 	if err != nil {
 		o := retry(err)
 		return &o

@@ -91,10 +91,15 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 		err := sa.List(ctx, list, opts...)
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)
 	}
-	// Leases are written only in the leader-election namespace.
+	// Outside the leader-election namespace Leases are restore claims: the
+	// driver creates and deletes them but never rewrites one, so it cannot
+	// take over another holder's Lease (leader election or a claim).
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "not-ours"}}
-	err = sa.Create(ctx, lease)
-	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "create a Lease outside %s: want Forbidden, got %v", driverNamespace, err)
+	g.Expect(env.Client.Create(ctx, lease)).To(Succeed())
+	holder := "intruder"
+	lease.Spec.HolderIdentity = &holder
+	err = sa.Update(ctx, lease)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "update a Lease outside %s: want Forbidden, got %v", driverNamespace, err)
 }
 
 // The manager, built exactly as cmd/manager builds it, runs as the chart's
