@@ -1,6 +1,8 @@
 package restore
 
 import (
+	"strings"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -11,7 +13,7 @@ import (
 var (
 	restoresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etcd_backup_driver_restores_total",
-		Help: "Finished Etcd RestoreJobs by result (Succeeded, Failed) and Ready reason.",
+		Help: "Finished Etcd RestoreJobs by result (succeeded, failed) and Ready reason.",
 	}, []string{"result", "reason"})
 	restoreDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "etcd_backup_driver_restore_duration_seconds",
@@ -24,9 +26,11 @@ func init() {
 	metrics.Registry.MustRegister(restoresTotal, restoreDuration)
 }
 
-// recordFinish counts a job that just reached a terminal phase.
+// recordFinish counts a job that just reached a terminal phase. The result
+// label is the phase in lower case, the same values the BackupJob metrics
+// use, so one alert vocabulary (result="failed") covers both families.
 func recordFinish(job *backupsv1alpha1.RestoreJob) {
-	result := string(job.Status.Phase)
+	result := strings.ToLower(string(job.Status.Phase))
 	restoresTotal.WithLabelValues(result, readyReason(job)).Inc()
 	if job.Status.StartedAt != nil && job.Status.CompletedAt != nil {
 		restoreDuration.WithLabelValues(result).Observe(job.Status.CompletedAt.Sub(job.Status.StartedAt.Time).Seconds())

@@ -30,7 +30,7 @@ func TestHappyPath(t *testing.T) {
 	startOperator(t, ns)
 	old := getCluster(g, ns)
 	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-x1y2z"))).To(Succeed())
-	before := testutil.ToFloat64(restoresTotal.WithLabelValues("Succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))
+	before := testutil.ToFloat64(restoresTotal.WithLabelValues("succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))
 
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
 	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
@@ -83,7 +83,7 @@ func TestHappyPath(t *testing.T) {
 	g.Expect(captured).NotTo(HaveKey("status"))
 
 	// Observability.
-	g.Expect(testutil.ToFloat64(restoresTotal.WithLabelValues("Succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))).
+	g.Expect(testutil.ToFloat64(restoresTotal.WithLabelValues("succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))).
 		To(Equal(before + 1))
 	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
 		Should(ContainElements(string(backupsv1alpha1.ReasonRestoreCompleted), string(backupsv1alpha1.ReasonSafetySnapshotRunning)))

@@ -3,6 +3,7 @@ package charts
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -15,14 +16,16 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
 
 // completeBackup drives one BackupJob to Succeeded against a running
 // driver: the admin objects and the tenant's application are created with
 // admin rights, the test plays the etcd-operator, and everything the driver
-// does happens with whatever rights its manager has.
-func completeBackup(g *WithT, ctx context.Context) {
-	const ns = "tenant-rbac"
+// does happens with whatever rights its manager has. It returns the Ready
+// Backup.
+func completeBackup(g *WithT, ctx context.Context) *backupsv1alpha1.Backup {
+	const ns = tenantNamespace
 	ensureNamespace(g, ns)
 	c := env.Client
 	group, appGroup := strategyv1alpha1.GroupVersion.Group, backupsv1alpha1.DefaultApplicationAPIGroup
@@ -77,12 +80,7 @@ func completeBackup(g *WithT, ctx context.Context) {
 		}
 		return len(list.Items), err
 	}).WithTimeout(60*time.Second).Should(Equal(1), "the driver creates one EtcdSnapshot")
-	snap.Status.Phase = etcdv1alpha2.SnapshotPhaseComplete
-	snap.Status.Artifact = &etcdv1alpha2.SnapshotArtifact{
-		URI: "s3://etcd-backups/" + ns + "/" + snap.Name + ".db", SizeBytes: 4096, Checksum: "sha256:" + fmt.Sprintf("%064d", 1),
-	}
-	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "SnapshotStored", Message: "stored"})
-	g.Expect(c.Status().Update(ctx, &snap)).To(Succeed())
+	g.Expect(completeSnapshot(ctx, &snap)).To(Succeed())
 
 	g.Eventually(func() (backupsv1alpha1.BackupJobPhase, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(job), job)
@@ -92,4 +90,21 @@ func completeBackup(g *WithT, ctx context.Context) {
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: job.Status.BackupRef.Name}, backup)).To(Succeed())
 	g.Expect(backup.Status.Phase).To(Equal(backupsv1alpha1.BackupPhaseReady))
 	g.Expect(backup.Status.Artifact.URI).To(Equal(snap.Status.Artifact.URI))
+	return backup
+}
+
+// completeSnapshot plays the etcd-operator finishing a snapshot: the object
+// is stored under the operator's key rule in the snapshot's destination.
+func completeSnapshot(ctx context.Context, snap *etcdv1alpha2.EtcdSnapshot) error {
+	dest := snap.Spec.Destination.S3
+	if dest == nil {
+		return fmt.Errorf("EtcdSnapshot %s/%s has no S3 destination", snap.Namespace, snap.Name)
+	}
+	snap.Status.Phase = etcdv1alpha2.SnapshotPhaseComplete
+	snap.Status.Artifact = &etcdv1alpha2.SnapshotArtifact{
+		URI:       artifact.URI(dest.Bucket, artifact.ObjectKey(dest.Key, snap.Name)),
+		SizeBytes: 4096, Checksum: "sha256:" + strings.Repeat("ab", 32),
+	}
+	meta.SetStatusCondition(&snap.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "SnapshotStored", Message: "stored"})
+	return env.Client.Status().Update(ctx, snap)
 }

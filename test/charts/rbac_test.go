@@ -105,8 +105,9 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 // The manager, built exactly as cmd/manager builds it, runs as the chart's
 // ServiceAccount: it wins leader election (its Lease in the release
 // namespace), its caches sync for every controller registered, its Events
-// are written, and it completes a backup end to end (the test plays the
-// etcd-operator).
+// are written, and it completes a backup and an in-place restore of that
+// backup end to end, and refuses a bad RestoreJob (the test plays the
+// etcd-operator and Flux).
 func TestManagerRunsWithChartRBAC(t *testing.T) {
 	g := NewWithT(t)
 	cfg := installDriverRBAC(g)
@@ -158,17 +159,26 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 		return ours, err
 	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 
-	completeBackup(g, ctx)
+	backup := completeBackup(g, ctx)
+	completeRestore(g, ctx, backup)
+	failRestore(g, ctx, backup)
 
-	// The chart's alerts query metrics the manager really serves.
+	// The chart's alerts query series the manager really serves, with the
+	// label values they select on.
 	scrape := scrapeMetrics(g, "http://"+o.MetricsAddr+"/metrics")
 	g.Expect(scrape).To(ContainSubstring(`etcd_backup_driver_last_success_timestamp_seconds{application="etcd",namespace="tenant-rbac"}`))
 	g.Expect(scrape).To(MatchRegexp(`etcd_backup_driver_backups_total\{[^}]*result="succeeded"[^}]*\} 1`))
-	for _, name := range alertMetrics(g) {
-		if strings.HasPrefix(name, "etcd_backup_driver_restores") {
-			continue // served once the restore controller is registered
+	g.Expect(scrape).To(MatchRegexp(`etcd_backup_driver_restores_total\{reason="RestoreCompleted",result="succeeded"\} 1`))
+	g.Expect(scrape).To(MatchRegexp(`etcd_backup_driver_restores_total\{reason="MalformedOptions",result="failed"\} 1`))
+	for _, sel := range alertSelectors(g) {
+		if sel.name == "etcd_backup_driver_backups_total" {
+			// No backup failed here: only the metric's name is checked;
+			// its result values are the same as the restores' (asserted
+			// above for "succeeded").
+			g.Expect(scrape).To(ContainSubstring(sel.name+"{"), "metric of an alert")
+			continue
 		}
-		g.Expect(scrape).To(ContainSubstring(name), "metric of an alert")
+		g.Expect(servesSeries(scrape, sel)).To(BeTrue(), "no served series matches the alert's %s%v", sel.name, sel.matchers)
 	}
 }
 
@@ -182,8 +192,15 @@ func scrapeMetrics(g *WithT, url string) string {
 	return string(body)
 }
 
-// alertMetrics lists the driver metrics the chart's PrometheusRule queries.
-func alertMetrics(g *WithT) []string {
+// alertSelector is one metric an alert queries, with the label matchers of
+// its selector (name="value" only, as the chart's rules use).
+type alertSelector struct {
+	name     string
+	matchers []string
+}
+
+// alertSelectors lists the driver metrics the chart's PrometheusRule queries.
+func alertSelectors(g *WithT) []alertSelector {
 	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"), chartrender.Release{
 		Name: driverRelease, Namespace: driverNamespace,
 		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true}},
@@ -191,7 +208,42 @@ func alertMetrics(g *WithT) []string {
 	g.Expect(err).NotTo(HaveOccurred())
 	rule := chartrender.Find(objs, "PrometheusRule", driverRelease)
 	g.Expect(rule).NotTo(BeNil())
-	names := regexp.MustCompile(`etcd_backup_driver_[a-z_]+`).FindAllString(fmt.Sprint(rule.Object["spec"]), -1)
-	g.Expect(names).To(HaveLen(3))
-	return names
+	var out []alertSelector
+	re := regexp.MustCompile(`(etcd_backup_driver_[a-z_]+)(\{([^}]*)\})?`)
+	for _, m := range re.FindAllStringSubmatch(fmt.Sprint(rule.Object["spec"]), -1) {
+		sel := alertSelector{name: m[1]}
+		if m[3] != "" {
+			sel.matchers = strings.Split(m[3], ",")
+		}
+		for _, matcher := range sel.matchers {
+			g.Expect(matcher).To(MatchRegexp(`^[a-z_]+="[^"]*"$`), "only equality matchers are checked")
+		}
+		out = append(out, sel)
+	}
+	g.Expect(out).To(HaveLen(3))
+	return out
+}
+
+// servesSeries reports whether the scrape has a series of sel's metric whose
+// labels include every matcher of sel.
+func servesSeries(scrape string, sel alertSelector) bool {
+	for line := range strings.Lines(scrape) {
+		labels, ok := strings.CutPrefix(line, sel.name+"{")
+		if !ok {
+			continue
+		}
+		labels, _, _ = strings.Cut(labels, "}")
+		have := map[string]bool{}
+		for _, l := range strings.Split(labels, ",") {
+			have[l] = true
+		}
+		all := true
+		for _, m := range sel.matchers {
+			all = all && have[m]
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }
