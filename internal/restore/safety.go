@@ -140,7 +140,10 @@ func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) err
 		return err
 	}
 	b := &backupsv1alpha1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: s.Name, Labels: safetyLabels(o.job, o.app)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: s.Name, Labels: safetyLabels(o.job, o.app),
+			// Cleanup (of the snapshot object) is guaranteed from creation,
+			// as for every Backup the driver records.
+			Finalizers: []string{backupsv1alpha1.CleanupFinalizer}},
 		Spec: backupsv1alpha1.BackupSpec{
 			ApplicationRef: o.backup.Spec.ApplicationRef,
 			StrategyRef:    o.backup.Spec.StrategyRef,
