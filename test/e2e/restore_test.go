@@ -46,16 +46,28 @@ func TestHelmReleaseReappliesDeletedClusterUnlessSuspended(t *testing.T) {
 	g.Expect(sb.Client.Get(tn.ctx, key, &hr)).To(Succeed())
 	hr.Spec.Suspend = true
 	g.Expect(sb.Client.Update(tn.ctx, &hr)).To(Succeed())
-	// An apply that started before the suspend may still land once;
-	// after that, nothing brings the cluster back.
+	// An apply that started before the suspend may still land once (the
+	// stand-in reads the release, then renders and applies); after that,
+	// nothing brings the cluster back. Delete whatever lands until the
+	// cluster has stayed absent for three seconds.
+	var absentSince time.Time
 	g.Eventually(func() error {
 		var c etcdv1alpha2.EtcdCluster
-		if err := sb.Client.Get(tn.ctx, key, &c); err != nil {
-			return client.IgnoreNotFound(err)
+		if err := sb.Client.Get(tn.ctx, key, &c); err == nil {
+			_ = sb.Client.Delete(tn.ctx, &c)
+			absentSince = time.Time{}
+			return fmt.Errorf("EtcdCluster %s still exists", c.UID)
+		} else if client.IgnoreNotFound(err) != nil {
+			return err
 		}
-		_ = sb.Client.Delete(tn.ctx, &c)
-		return fmt.Errorf("EtcdCluster %s still exists", c.UID)
-	}).WithTimeout(10 * time.Second).Should(Succeed())
+		if absentSince.IsZero() {
+			absentSince = time.Now()
+		}
+		if time.Since(absentSince) < 3*time.Second {
+			return fmt.Errorf("EtcdCluster absent for %s only", time.Since(absentSince))
+		}
+		return nil
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Consistently(func() error {
 		return sb.Client.Get(tn.ctx, key, &etcdv1alpha2.EtcdCluster{})
 	}).WithTimeout(3 * time.Second).Should(HaveOccurred())
