@@ -94,24 +94,12 @@ func (r *Reconciler) handOver(ctx context.Context, snap *etcdv1alpha2.EtcdSnapsh
 
 func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, now metav1.Time) (*backupsv1alpha1.Backup, error) {
 	strategyName, params, policy := recordedStrategy(snap)
-	s3 := snap.Spec.Destination.S3
-	fps := s3.ForcePathStyle
-	rec := artifact.Record{
-		SnapshotName: snap.Name,
-		SnapshotUID:  string(snap.UID),
-		Destination: strategyv1alpha1.EtcdS3Template{
-			Bucket: s3.Bucket, Endpoint: s3.Endpoint, Key: s3.Key, Region: s3.Region, ForcePathStyle: &fps,
-			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: s3.CredentialsSecretRef.Name},
-		},
-		Parameters:     params,
-		DeletionPolicy: policy,
-	}
-	underlying, err := rec.UnderlyingResources()
+	rec := artifact.FromSnapshot(snap, params, policy)
+	status, err := rec.ReadyStatus(snap.Status.Artifact)
 	if err != nil {
 		return nil, err
 	}
 	group := strategyv1alpha1.GroupVersion.Group
-	a := snap.Status.Artifact
 	return &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: job.Namespace,
@@ -129,11 +117,7 @@ func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, 
 			DriverMetadata: rec.DriverMetadata(),
 		},
 		// Backup has no status subresource: status is stored with the create.
-		Status: backupsv1alpha1.BackupStatus{
-			Phase:               backupsv1alpha1.BackupPhaseReady,
-			Artifact:            &backupsv1alpha1.BackupArtifact{URI: a.URI, SizeBytes: a.SizeBytes, Checksum: a.Checksum},
-			UnderlyingResources: underlying,
-		},
+		Status: status,
 	}, nil
 }
 

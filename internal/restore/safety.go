@@ -124,18 +124,10 @@ func (r *Reconciler) createSafetySnapshot(ctx context.Context, o *observation) e
 // the application, in the format every Etcd Backup has. Backup has no status
 // subresource, so status goes in the create.
 func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) error {
-	s, src := o.snapshot, o.source
-	fps := src.ForcePathStyle
-	rec := artifact.Record{
-		SnapshotName: s.Name, SnapshotUID: string(s.UID),
-		Destination: strategyv1alpha1.EtcdS3Template{
-			Bucket: src.Bucket, Endpoint: src.Endpoint, Key: src.Prefix, Region: src.Region,
-			ForcePathStyle: fps, CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: src.SecretName},
-		},
-		// A safety net is never removed from S3 by deleting its Backup.
-		DeletionPolicy: strategyv1alpha1.DeletionPolicyRetain,
-	}
-	underlying, err := rec.UnderlyingResources()
+	s := o.snapshot
+	// A safety net is never removed from S3 by deleting its Backup.
+	rec := artifact.FromSnapshot(s, nil, strategyv1alpha1.DeletionPolicyRetain)
+	status, err := rec.ReadyStatus(s.Status.Artifact)
 	if err != nil {
 		return err
 	}
@@ -150,10 +142,7 @@ func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) err
 			TakenAt:        metav1.NewTime(o.now),
 			DriverMetadata: rec.DriverMetadata(),
 		},
-		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: underlying},
-	}
-	if a := s.Status.Artifact; a != nil && a.URI != "" {
-		b.Status.Artifact = &backupsv1alpha1.BackupArtifact{URI: a.URI, SizeBytes: a.SizeBytes, Checksum: a.Checksum}
+		Status: status,
 	}
 	if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create safety Backup %s/%s: %w", b.Namespace, b.Name, err)

@@ -1,0 +1,40 @@
+package artifact
+
+import (
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+)
+
+// FromSnapshot is the Record of an S3 EtcdSnapshot: its identity and the
+// destination it was written to, as the snapshot's own spec says (the truth
+// of where the object is, whatever the strategy says now).
+func FromSnapshot(snap *etcdv1alpha2.EtcdSnapshot, params map[string]string, policy strategyv1alpha1.DeletionPolicy) Record {
+	s3 := snap.Spec.Destination.S3
+	fps := s3.ForcePathStyle
+	return Record{
+		SnapshotName: snap.Name,
+		SnapshotUID:  string(snap.UID),
+		Destination: strategyv1alpha1.EtcdS3Template{
+			Bucket: s3.Bucket, Endpoint: s3.Endpoint, Key: s3.Key, Region: s3.Region, ForcePathStyle: &fps,
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: s3.CredentialsSecretRef.Name},
+		},
+		Parameters:     params,
+		DeletionPolicy: policy,
+	}
+}
+
+// ReadyStatus is the status of a Ready Backup for r whose snapshot the
+// operator stored at a; the artifact is left out when the operator reported
+// none. Backup has no status subresource, so this goes in the create.
+func (r Record) ReadyStatus(a *etcdv1alpha2.SnapshotArtifact) (backupsv1alpha1.BackupStatus, error) {
+	underlying, err := r.UnderlyingResources()
+	if err != nil {
+		return backupsv1alpha1.BackupStatus{}, err
+	}
+	st := backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: underlying}
+	if a != nil && a.URI != "" {
+		st.Artifact = &backupsv1alpha1.BackupArtifact{URI: a.URI, SizeBytes: a.SizeBytes, Checksum: a.Checksum}
+	}
+	return st, nil
+}
