@@ -17,6 +17,13 @@ const (
 	MetaDeletionPolicy = "etcd-backup-driver.cozystack.io/deletion-policy"
 	// MetaSnapshotUID records the EtcdSnapshot's UID.
 	MetaSnapshotUID = "etcd-backup-driver.cozystack.io/snapshot-uid"
+	// MetaEtcdVersion records the etcd version (spec.version of the
+	// EtcdCluster) the snapshot was taken from: a restore refuses a target
+	// older than it.
+	MetaEtcdVersion = "etcd-backup-driver.cozystack.io/etcd-version"
+	// MetaProvenance is the driver's signature over what the Backup
+	// records (see internal/provenance).
+	MetaProvenance = "etcd-backup-driver.cozystack.io/provenance"
 )
 
 // Underlying-resources payload identity.

@@ -22,6 +22,8 @@ type Record struct {
 	Parameters map[string]string
 	// DeletionPolicy is the strategy's policy when the Backup was taken.
 	DeletionPolicy strategyv1alpha1.DeletionPolicy
+	// EtcdVersion is the source cluster's etcd version, when known.
+	EtcdVersion string
 }
 
 // underlying is the status.underlyingResources payload; field names and
@@ -56,6 +58,9 @@ func (r Record) DriverMetadata() map[string]string {
 	}
 	if r.SnapshotUID != "" {
 		m[MetaSnapshotUID] = r.SnapshotUID
+	}
+	if r.EtcdVersion != "" {
+		m[MetaEtcdVersion] = r.EtcdVersion
 	}
 	return m
 }

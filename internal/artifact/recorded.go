@@ -15,6 +15,8 @@ type Recorded struct {
 	SnapshotUID string
 	// DeletionPolicy recorded when the Backup was taken; Retain if none.
 	DeletionPolicy strategyv1alpha1.DeletionPolicy
+	// EtcdVersion of the source cluster, or "" when not recorded.
+	EtcdVersion string
 }
 
 // RecordedOf reads the snapshot identity and deletion policy of b.
@@ -24,6 +26,7 @@ func RecordedOf(b *backupsv1alpha1.Backup) Recorded {
 		SnapshotName:   meta[MetaSnapshotName],
 		SnapshotUID:    meta[MetaSnapshotUID],
 		DeletionPolicy: strategyv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
+		EtcdVersion:    meta[MetaEtcdVersion],
 	}
 	if r.DeletionPolicy == "" {
 		r.DeletionPolicy = strategyv1alpha1.DeletionPolicyRetain

@@ -1,6 +1,8 @@
 package artifact
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
@@ -37,4 +39,40 @@ func (r Record) ReadyStatus(a *etcdv1alpha2.SnapshotArtifact) (backupsv1alpha1.B
 		st.Artifact = &backupsv1alpha1.BackupArtifact{URI: a.URI, SizeBytes: a.SizeBytes, Checksum: a.Checksum}
 	}
 	return st, nil
+}
+
+// BackupMeta is the identity of a Backup being recorded.
+type BackupMeta struct {
+	Namespace, Name string
+	Labels          map[string]string
+	Application     backupsv1alpha1.TypedLocalObjectReference
+	Plan            *backupsv1alpha1.LocalObjectReference
+	Strategy        backupsv1alpha1.TypedLocalObjectReference
+	TakenAt         metav1.Time
+}
+
+// NewBackup is the Ready Backup for r whose snapshot the operator stored at
+// a: the one shape every Etcd Backup the driver records has. It carries the
+// driver's cleanup finalizer from creation, so no Backup exists, even for a
+// moment, whose deletion would skip the cleanup. Backup has no status
+// subresource, so status goes in the create.
+func NewBackup(m BackupMeta, r Record, a *etcdv1alpha2.SnapshotArtifact) (*backupsv1alpha1.Backup, error) {
+	status, err := r.ReadyStatus(a)
+	if err != nil {
+		return nil, err
+	}
+	return &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: m.Namespace, Name: m.Name, Labels: m.Labels,
+			Finalizers: []string{backupsv1alpha1.BackupCleanupFinalizer},
+		},
+		Spec: backupsv1alpha1.BackupSpec{
+			ApplicationRef: m.Application,
+			PlanRef:        m.Plan,
+			StrategyRef:    m.Strategy,
+			TakenAt:        m.TakenAt,
+			DriverMetadata: r.DriverMetadata(),
+		},
+		Status: status,
+	}, nil
 }

@@ -1,8 +1,10 @@
-// Package backupdeletion cleans up after Etcd Backups. It keeps a finalizer
-// on every Backup taken by the Etcd strategy; when such a Backup is deleted
-// it removes the S3 object if the Backup's recorded deletion policy is
-// Delete, always removes the Backup's EtcdSnapshot, and then lets the Backup
-// go. Backups of other strategies are left to their own drivers.
+// Package backupdeletion looks after Etcd Backups for their whole life: it
+// keeps the driver's cleanup finalizer on every Backup taken by the Etcd
+// strategy and shows whether the driver can verify it; when such a Backup
+// is deleted it removes the S3 object if the Backup is verified and its
+// recorded deletion policy is Delete, always removes the Backup's own
+// EtcdSnapshot, and then lets the Backup go. Backups of other strategies are
+// left to their own drivers.
 package backupdeletion
 
 import (
@@ -22,6 +24,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -34,8 +38,8 @@ const LegacyFinalizer = "backups.cozystack.io/cleanup-velero"
 // SkipObjectDeletionAnnotation, set to "true" on a Backup by an admin, makes
 // deleting the Backup keep its S3 object even when the recorded deletion
 // policy is Delete. It is the way out when the object cannot be deleted (the
-// bucket or its credentials are gone for good, or the Backup does not say
-// where its object is); the EtcdSnapshot is still removed.
+// bucket or its credentials are gone for good); the EtcdSnapshot is still
+// removed.
 const SkipObjectDeletionAnnotation = "etcd-backup-driver.cozystack.io/skip-object-deletion"
 
 // Reconciler handles one Etcd Backup at a time.
@@ -43,12 +47,15 @@ type Reconciler struct {
 	// Client reads Backups through the cache and Secrets live (the manager
 	// disables caching for Secrets).
 	Client client.Client
-	// APIReader reads EtcdSnapshots directly, so the driver needs no
-	// list/watch on them for this controller.
+	// APIReader reads EtcdSnapshots and RestoreJobs directly.
 	APIReader client.Reader
 	// Recorder emits Events on Backups.
 	Recorder events.EventRecorder
-	// Objects deletes snapshot objects; nil means the real S3 client.
+	// Keys verify Backups: only a verified Backup's object is ever deleted.
+	Keys provenance.Keys
+	// Policy decides which endpoints may be dialled.
+	Policy endpointpolicy.Policy
+	// Objects deletes snapshot objects; nil means S3 through Policy.
 	Objects ObjectDeleter
 }
 
@@ -58,9 +65,9 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile keeps the finalizer on a live Etcd Backup, and on a deleted one
-// removes the stored object (by policy) and the EtcdSnapshot before
-// releasing it.
+// Reconcile keeps the finalizer and the Verified condition on a live Etcd
+// Backup, and on a deleted one removes the stored object (verified, by
+// policy) and the EtcdSnapshot before releasing it.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b backupsv1alpha1.Backup
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
@@ -69,18 +76,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !IsEtcdBackup(&b) {
 		return ctrl.Result{}, nil
 	}
-	if b.DeletionTimestamp == nil {
-		return ctrl.Result{}, r.ensureFinalizer(ctx, &b)
+	verdict, err := provenance.Verify(ctx, r.Keys, &b)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	if !controllerutil.ContainsFinalizer(&b, backupsv1alpha1.CleanupFinalizer) &&
-		!controllerutil.ContainsFinalizer(&b, LegacyFinalizer) {
+	if b.DeletionTimestamp == nil {
+		if err := r.ensureFinalizer(ctx, &b); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, r.showVerdict(ctx, &b, verdict)
+	}
+	if !holdsAnyFinalizer(&b) {
 		return ctrl.Result{}, nil
 	}
 
-	if waiting, err := r.waitForRestores(ctx, &b); err != nil || waiting {
+	if waiting, err := r.waitForRestores(ctx, &b, verdict); err != nil || waiting {
 		return ctrl.Result{}, err
 	}
-	outcome, err := r.deleteObject(ctx, &b)
+	outcome, err := r.deleteObject(ctx, &b, verdict)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -91,7 +104,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	deletedTotal.WithLabelValues(string(outcome.policy), outcome.object).Inc()
-	log.FromContext(ctx).Info("cleaned up deleted Backup", "policy", outcome.policy, "object", outcome.object)
+	log.FromContext(ctx).Info("cleaned up deleted Backup", "policy", outcome.policy, "object", outcome.object, "verified", verdict.Verified)
 	return ctrl.Result{}, nil
 }
 
@@ -101,12 +114,21 @@ func IsEtcdBackup(b *backupsv1alpha1.Backup) bool {
 	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == strategyv1alpha1.EtcdStrategyKind
 }
 
+func holdsAnyFinalizer(b *backupsv1alpha1.Backup) bool {
+	for _, f := range []string{backupsv1alpha1.BackupCleanupFinalizer, backupsv1alpha1.CleanupFinalizer, LegacyFinalizer} {
+		if controllerutil.ContainsFinalizer(b, f) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Reconciler) ensureFinalizer(ctx context.Context, b *backupsv1alpha1.Backup) error {
-	if controllerutil.ContainsFinalizer(b, backupsv1alpha1.CleanupFinalizer) {
+	if controllerutil.ContainsFinalizer(b, backupsv1alpha1.BackupCleanupFinalizer) {
 		return nil
 	}
 	before := b.DeepCopy()
-	controllerutil.AddFinalizer(b, backupsv1alpha1.CleanupFinalizer)
+	controllerutil.AddFinalizer(b, backupsv1alpha1.BackupCleanupFinalizer)
 	// Optimistic lock: a merge patch replaces the whole finalizer list.
 	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("add finalizer to Backup %s/%s: %w", b.Namespace, b.Name, err)
@@ -114,9 +136,12 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, b *backupsv1alpha1.Bac
 	return nil
 }
 
-// release removes the finalizers, letting the API server delete the Backup.
+// release removes the driver's finalizer, and the shared and legacy ones
+// that earlier releases relied on, letting the API server delete the
+// Backup.
 func (r *Reconciler) release(ctx context.Context, b *backupsv1alpha1.Backup) error {
 	before := b.DeepCopy()
+	controllerutil.RemoveFinalizer(b, backupsv1alpha1.BackupCleanupFinalizer)
 	controllerutil.RemoveFinalizer(b, backupsv1alpha1.CleanupFinalizer)
 	controllerutil.RemoveFinalizer(b, LegacyFinalizer)
 	err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))

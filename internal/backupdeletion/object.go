@@ -6,21 +6,14 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
-)
-
-// Keys of the credentials Secret, the same ones the etcd-operator's
-// snapshot agent reads.
-const (
-	accessKeyIDKey     = "AWS_ACCESS_KEY_ID"
-	secretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
 
 // Values of the object label of the deletion metric.
@@ -28,6 +21,9 @@ const (
 	objectDeleted  = "deleted"
 	objectRetained = "retained"
 	objectSkipped  = "skipped"
+	// objectKeptUnverified: the policy said Delete, but nothing proves the
+	// Backup's author owns the object.
+	objectKeptUnverified = "kept-unverified"
 )
 
 // outcome says what happened to a Backup's stored object.
@@ -36,14 +32,30 @@ type outcome struct {
 	object string
 }
 
-// deleteObject removes the Backup's S3 object when its recorded policy is
-// Delete and no admin asked to skip it. Failures that a retry can fix are
-// plain errors (backoff); a Backup that does not say where its object is
-// fails terminally until an admin sets SkipObjectDeletionAnnotation.
-func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup) (outcome, error) {
+// ObjectDeleter deletes one stored snapshot. Deleting an object that does
+// not exist succeeds.
+type ObjectDeleter interface {
+	Delete(ctx context.Context, loc s3object.Location, creds s3object.Credentials) error
+}
+
+// deleteObject removes the Backup's S3 object when the driver verifies it
+// recorded the Backup, its recorded policy is Delete, and no admin asked to
+// skip it. An unverified Backup's object is kept whatever it claims.
+// Failures that a retry can fix are plain errors (backoff); an endpoint the
+// policy refuses stops the cleanup until an admin sets
+// SkipObjectDeletionAnnotation.
+func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) (outcome, error) {
 	rec := artifact.RecordedOf(b)
 	out := outcome{policy: rec.DeletionPolicy, object: objectRetained}
 	if rec.DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete {
+		return out, nil
+	}
+	if !v.Verified {
+		out.object = objectKeptUnverified
+		msg := fmt.Sprintf("kept the S3 object this Backup names although it asks for deletion: the driver cannot verify it recorded this Backup (%s: %s)",
+			v.Reason, v.Message)
+		log.FromContext(ctx).Info("kept the object of an unverified Backup", "reason", v.Reason)
+		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, backupsv1alpha1.BackupReasonObjectKeptUnverified, "Cleanup", "%s", msg)
 		return out, nil
 	}
 	if b.Annotations[SkipObjectDeletionAnnotation] == "true" {
@@ -53,54 +65,33 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 		return out, nil
 	}
 
-	src, err := artifact.Resolve(b)
-	if err == nil {
-		err = validateEndpoint(src.Endpoint)
-	}
+	f := v.Facts
+	loc := s3object.Location{Endpoint: f.Endpoint, Bucket: f.Bucket, Key: f.Key, Region: f.Region, ForcePathStyle: f.ForcePathStyle}
+	creds, err := s3object.ReadCredentials(ctx, r.Client, b.Namespace, f.SecretName)
 	if err != nil {
-		msg := fmt.Sprintf("cannot delete the stored snapshot: %v; fix the Backup, or set the annotation %s=\"true\" to delete the Backup and keep the object",
-			err, SkipObjectDeletionAnnotation)
-		return out, reconcile.TerminalError(r.blocked(ctx, b, backupsv1alpha1.BackupReasonUnresolvableArtifact, msg, err))
-	}
-
-	creds, err := r.credentials(ctx, b.Namespace, src.SecretName)
-	if err != nil {
-		msg := fmt.Sprintf("cannot delete s3://%s/%s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
-			src.Bucket, src.Key, err, SkipObjectDeletionAnnotation)
+		msg := fmt.Sprintf("cannot delete %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
+			loc, err, SkipObjectDeletionAnnotation)
 		return out, r.blocked(ctx, b, backupsv1alpha1.BackupReasonCredentialsUnavailable, msg, err)
 	}
-
 	deleter := r.Objects
 	if deleter == nil {
-		deleter = S3Deleter{}
+		// The scheme was judged when the destination was rendered; every
+		// address dialled is checked against the policy.
+		deleter = s3object.Store{Policy: r.Policy, AllowHTTP: true}
 	}
-	if err := deleter.DeleteObject(ctx, src, creds); err != nil {
-		msg := fmt.Sprintf("cannot delete s3://%s/%s at %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
-			src.Bucket, src.Key, src.Endpoint, err, SkipObjectDeletionAnnotation)
-		return out, r.blocked(ctx, b, backupsv1alpha1.BackupReasonObjectDeleteFailed, msg, err)
+	if err := deleter.Delete(ctx, loc, creds); err != nil {
+		msg := fmt.Sprintf("cannot delete %s at %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
+			loc, f.Endpoint, err, SkipObjectDeletionAnnotation)
+		err = r.blocked(ctx, b, backupsv1alpha1.BackupReasonObjectDeleteFailed, msg, err)
+		if errors.Is(err, s3object.ErrRefused) {
+			return out, reconcile.TerminalError(err)
+		}
+		return out, err
 	}
-	log.FromContext(ctx).Info("deleted stored snapshot", "bucket", src.Bucket, "key", src.Key, "endpoint", src.Endpoint)
-	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeleted", "Cleanup",
-		"deleted s3://%s/%s (deletion policy Delete)", src.Bucket, src.Key)
+	log.FromContext(ctx).Info("deleted stored snapshot", "bucket", f.Bucket, "key", f.Key, "endpoint", f.Endpoint)
+	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeleted", "Cleanup", "deleted %s (deletion policy Delete)", loc)
 	out.object = objectDeleted
 	return out, nil
-}
-
-// credentials reads the one Secret the Backup names, live.
-func (r *Reconciler) credentials(ctx context.Context, namespace, name string) (Credentials, error) {
-	var s corev1.Secret
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return Credentials{}, fmt.Errorf("credentials Secret %s/%s not found", namespace, name)
-		}
-		return Credentials{}, fmt.Errorf("read credentials Secret %s/%s: %w", namespace, name, err)
-	}
-	c := Credentials{AccessKeyID: string(s.Data[accessKeyIDKey]), SecretAccessKey: string(s.Data[secretAccessKeyKey])}
-	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
-		// Name the keys, never their values.
-		return Credentials{}, fmt.Errorf("credentials Secret %s/%s lacks %s or %s", namespace, name, accessKeyIDKey, secretAccessKeyKey)
-	}
-	return c, nil
 }
 
 // blocked reports on the Backup (condition and Warning Event) why cleanup
@@ -109,7 +100,7 @@ func (r *Reconciler) blocked(ctx context.Context, b *backupsv1alpha1.Backup, rea
 	failuresTotal.WithLabelValues(reason).Inc()
 	log.FromContext(ctx).Error(cause, "Backup cleanup blocked", "reason", reason)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Cleanup", "%s", msg)
-	if err := r.setCleanupCondition(ctx, b, reason, msg); err != nil {
+	if err := r.setCondition(ctx, b, backupsv1alpha1.BackupConditionCleanup, false, reason, msg); err != nil {
 		return errors.Join(fmt.Errorf("%s: %w", reason, cause), err)
 	}
 	return fmt.Errorf("%s: %w", reason, cause)

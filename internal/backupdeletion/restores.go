@@ -13,6 +13,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // waitForRestores holds back the deletion of a Backup whose object would be
@@ -20,8 +21,8 @@ import (
 // a running restore could leave the application with no etcd at all. It
 // reports true while waiting; the RestoreJob watch brings the Backup back
 // when the restore ends.
-func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Backup) (bool, error) {
-	if artifact.RecordedOf(b).DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete ||
+func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) (bool, error) {
+	if !v.Verified || artifact.RecordedOf(b).DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete ||
 		b.Annotations[SkipObjectDeletionAnnotation] == "true" {
 		return false, nil
 	}
@@ -41,7 +42,7 @@ func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Bac
 	}
 	msg := fmt.Sprintf("waiting for RestoreJob %s to finish before deleting the stored snapshot", strings.Join(users, ", "))
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, backupsv1alpha1.BackupReasonInUseByRestore, "Cleanup", "%s", msg)
-	return true, r.setCleanupCondition(ctx, b, backupsv1alpha1.BackupReasonInUseByRestore, msg)
+	return true, r.setCondition(ctx, b, backupsv1alpha1.BackupConditionCleanup, false, backupsv1alpha1.BackupReasonInUseByRestore, msg)
 }
 
 // backupOfRestore maps a RestoreJob to the Backup it reads.

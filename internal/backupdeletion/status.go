@@ -10,30 +10,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
-// maxMessage keeps condition messages inside the CRD's limit.
-const maxMessage = 32768
+// showVerdict keeps the Verified condition in line with the signature, for
+// people and tools (the driver never reads it back).
+func (r *Reconciler) showVerdict(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) error {
+	if v.Verified {
+		return r.setCondition(ctx, b, backupsv1alpha1.BackupConditionVerified, true, backupsv1alpha1.BackupReasonProvenanceVerified,
+			"the Etcd driver recorded this Backup as it is")
+	}
+	return r.setCondition(ctx, b, backupsv1alpha1.BackupConditionVerified, false, backupsv1alpha1.BackupReasonUnverified,
+		v.Reason+": "+v.Message+"; deleting it keeps its S3 object, a restore from it must match this namespace's strategy, and retention ignores it")
+}
 
-// setCleanupCondition records on the Backup why its cleanup is blocked.
-// Backup has no status subresource, so this is a patch of the object.
-func (r *Reconciler) setCleanupCondition(ctx context.Context, b *backupsv1alpha1.Backup, reason, msg string) error {
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage]
+// setCondition records a condition on the Backup. Backup has no status
+// subresource, so this is a patch of the object; nothing is written when
+// the condition is unchanged.
+func (r *Reconciler) setCondition(ctx context.Context, b *backupsv1alpha1.Backup, typ string, ok bool, reason, msg string) error {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
 	}
 	before := b.DeepCopy()
 	changed := meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
-		Type:               backupsv1alpha1.BackupConditionCleanup,
-		Status:             metav1.ConditionFalse,
+		Type:               typ,
+		Status:             status,
 		Reason:             reason,
-		Message:            msg,
+		Message:            textlimit.Message(msg),
 		ObservedGeneration: b.Generation,
 	})
 	if !changed {
 		return nil
 	}
 	if err := r.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("record cleanup condition on Backup %s/%s: %w", b.Namespace, b.Name, err)
+		return fmt.Errorf("record %s condition on Backup %s/%s: %w", typ, b.Namespace, b.Name, err)
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // Reconciler reconciles BackupJobs for the Etcd strategy.
@@ -26,8 +29,16 @@ type Reconciler struct {
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
 	Clock     clock.PassiveClock
-	// Deadline bounds how long a job may wait and run.
+	// Deadline bounds how long a job may wait for its preconditions. A
+	// snapshot that started is followed to its end past it, so no snapshot
+	// object is ever left without a Backup.
 	Deadline time.Duration
+	// Keys sign the Backups the job records.
+	Keys provenance.Keys
+	// Policy decides which endpoints a strategy may render.
+	Policy endpointpolicy.Policy
+	// Claims are the restore claims (live reads), in the driver's namespace.
+	Claims claim.Store
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch
@@ -36,9 +47,10 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.cozystack.io,resources=etcds,verbs=get;list;watch
-// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs/finalizers,verbs=update
+// +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch,resourceNames=etcd
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;list;watch;create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile takes one step for one BackupJob.
@@ -70,7 +82,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.apply(ctx, &job, *out)
 	}
 	if r.pastDeadline(&job) {
-		// Never start a snapshot for a job that is already out of time.
+		// Never start a snapshot for a job that is already out of time;
+		// once one has started it is followed to its end.
 		return r.apply(ctx, &job, failed(backupsv1alpha1.BackupReasonDeadlineExceeded,
 			"the backup deadline of %s passed before the snapshot could start", r.Deadline))
 	}

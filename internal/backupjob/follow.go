@@ -13,6 +13,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // follow turns the state of the job's snapshot into the job's outcome,
@@ -33,8 +34,10 @@ func (r *Reconciler) follow(ctx context.Context, job *backupsv1alpha1.BackupJob,
 		if phase == "" {
 			phase = "not yet observed"
 		}
-		return waiting(backupsv1alpha1.BackupJobPhaseRunning, backupsv1alpha1.BackupReasonEtcdBackupRunning,
+		o := waiting(backupsv1alpha1.BackupJobPhaseRunning, backupsv1alpha1.BackupReasonEtcdBackupRunning,
 			"EtcdSnapshot %s/%s is %s", snap.Namespace, snap.Name, phase)
+		o.following = true
+		return o
 	}
 }
 
@@ -48,6 +51,9 @@ func (r *Reconciler) complete(ctx context.Context, job *backupsv1alpha1.BackupJo
 	}
 	backup, err := newBackup(job, snap, metav1.NewTime(r.Clock.Now()))
 	if err != nil {
+		return retry(err)
+	}
+	if err := provenance.Seal(ctx, r.Keys, backup); err != nil {
 		return retry(err)
 	}
 	if err := r.Create(ctx, backup); err != nil {
@@ -95,30 +101,17 @@ func (r *Reconciler) handOver(ctx context.Context, snap *etcdv1alpha2.EtcdSnapsh
 func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, now metav1.Time) (*backupsv1alpha1.Backup, error) {
 	strategyName, params, policy := recordedStrategy(snap)
 	rec := artifact.FromSnapshot(snap, params, policy)
-	status, err := rec.ReadyStatus(snap.Status.Artifact)
-	if err != nil {
-		return nil, err
-	}
+	rec.EtcdVersion = snap.Annotations[annotationEtcdVersion]
 	group := strategyv1alpha1.GroupVersion.Group
-	return &backupsv1alpha1.Backup{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: job.Namespace,
-			Name:      job.Name,
-			Labels:    ownerLabels(job),
-			// Set at creation so no Backup exists, even for a moment,
-			// whose deletion would skip the snapshot and object cleanup.
-			Finalizers: []string{backupsv1alpha1.CleanupFinalizer},
-		},
-		Spec: backupsv1alpha1.BackupSpec{
-			ApplicationRef: job.Spec.ApplicationRef,
-			PlanRef:        job.Spec.PlanRef,
-			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: strategyName},
-			TakenAt:        completedAt(snap, now),
-			DriverMetadata: rec.DriverMetadata(),
-		},
-		// Backup has no status subresource: status is stored with the create.
-		Status: status,
-	}, nil
+	return artifact.NewBackup(artifact.BackupMeta{
+		Namespace:   job.Namespace,
+		Name:        job.Name,
+		Labels:      ownerLabels(job),
+		Application: job.Spec.ApplicationRef,
+		Plan:        job.Spec.PlanRef,
+		Strategy:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: strategyName},
+		TakenAt:     completedAt(snap, now),
+	}, rec, snap.Status.Artifact)
 }
 
 // completedAt is when the operator marked the snapshot Complete, or now if

@@ -16,6 +16,10 @@ type outcome struct {
 	backupRef string
 	// snapshotSize is reported in metrics on success.
 	snapshotSize int64
+	// following: the job's snapshot has started, so the job waits for it
+	// to end whatever the deadline (a snapshot abandoned mid-way would
+	// still land in S3, with no Backup to account for it).
+	following bool
 	// err is a transient failure: nothing is written and the reconcile is
 	// retried with backoff.
 	err error

@@ -7,7 +7,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
@@ -16,10 +15,17 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // ClusterName is the name the etcd chart gives every EtcdCluster.
 const ClusterName = "etcd"
+
+// ApplicationName is the only name an Etcd application has: the chart pins
+// its release (and so its HelmRelease) to "etcd", and it renders the one
+// EtcdCluster "etcd" of the namespace. A job naming another application
+// would snapshot this one's cluster under a different name.
+const ApplicationName = "etcd"
 
 // plan is everything needed to create a job's EtcdSnapshot.
 type plan struct {
@@ -27,6 +33,7 @@ type plan struct {
 	parameters     map[string]string
 	destination    strategyv1alpha1.EtcdS3Template
 	deletionPolicy strategyv1alpha1.DeletionPolicy
+	etcdVersion    string
 }
 
 // errNotOurs means the job belongs to another driver and must be left alone.
@@ -46,10 +53,11 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	pending := backupsv1alpha1.BackupJobPhasePending
 
 	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
-	if *app.APIGroup != appsv1alpha1.GroupVersion.Group || app.Kind != appsv1alpha1.EtcdKind || app.Name == "" {
+	if *app.APIGroup != appsv1alpha1.GroupVersion.Group || app.Kind != appsv1alpha1.EtcdKind || app.Name != ApplicationName {
 		o := failed(backupsv1alpha1.BackupReasonInvalidApplicationRef,
-			"the Etcd strategy backs up named applications of kind %s/%s, but applicationRef is %s/%s %q",
-			appsv1alpha1.GroupVersion.Group, appsv1alpha1.EtcdKind, *app.APIGroup, app.Kind, app.Name)
+			"the Etcd strategy backs up the application %s/%s %q of a namespace (the etcd chart pins that name), but applicationRef is %s/%s %q",
+			appsv1alpha1.GroupVersion.Group, appsv1alpha1.EtcdKind, ApplicationName,
+			textlimit.Value(*app.APIGroup), textlimit.Value(app.Kind), textlimit.Value(app.Name))
 		return nil, &o, nil
 	}
 
@@ -67,19 +75,20 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 		return nil, &o, nil
 	}
 
-	dest, out := render(&strategy, &application, params)
+	dest, out := r.render(&strategy, &application, params)
 	if out != nil {
 		return nil, out, nil
 	}
 
-	if out := r.gate(ctx, job, app.Name); out != nil {
+	version, out := r.gate(ctx, job)
+	if out != nil {
 		return nil, out, nil
 	}
 	policy := strategy.Spec.DeletionPolicy
 	if policy == "" {
 		policy = strategyv1alpha1.DeletionPolicyRetain
 	}
-	return &plan{strategyRef: strategyRef, parameters: params, destination: dest, deletionPolicy: policy}, nil, nil
+	return &plan{strategyRef: strategyRef, parameters: params, destination: dest, deletionPolicy: policy, etcdVersion: version}, nil, nil
 }
 
 // resolveClass finds the strategy the job's BackupClass binds to its
@@ -108,49 +117,46 @@ func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.Back
 }
 
 // render renders and validates the strategy's destination for application.
-func render(strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(application)
+func (r *Reconciler) render(strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
+	obj, err := strategytemplate.ApplicationObject(application)
 	if err != nil {
-		o := retry(fmt.Errorf("convert application: %w", err))
+		o := retry(err)
 		return strategyv1alpha1.EtcdS3Template{}, &o
 	}
-	// Objects read from a cache may lack apiVersion and kind; templates may
-	// use them.
-	obj["apiVersion"], obj["kind"] = appsv1alpha1.GroupVersion.String(), appsv1alpha1.EtcdKind
-	dest, err := strategytemplate.Render(strategy.Spec.Template, strategytemplate.Context{Application: obj, Parameters: params})
-	if err != nil {
-		o := failed(backupsv1alpha1.BackupReasonTemplateError, "Etcd strategy %q did not render: %v", strategy.Name, err)
+	dest, err := strategytemplate.RenderFor(strategy, obj, params, r.Policy)
+	switch {
+	case errors.Is(err, strategytemplate.ErrInvalid):
+		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "%v", err)
 		return dest, &o
-	}
-	if err := strategytemplate.Validate(dest); err != nil {
-		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "Etcd strategy %q rendered an invalid destination: %v", strategy.Name, err)
+	case err != nil:
+		o := failed(backupsv1alpha1.BackupReasonTemplateError, "%v", err)
 		return dest, &o
 	}
 	return dest, nil
 }
 
-// gate holds the job back while a restore owns the application or its
-// cluster is not Available.
-func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob, app string) *outcome {
-	// Read the claim live: a restore that claimed the application a moment
-	// ago may not be in the cache yet, and this is the last check before
-	// the snapshot touches the cluster.
-	holder, err := claim.Get(ctx, r.APIReader, job.Namespace, app)
+// gate holds the job back while a restore owns the cluster or the cluster
+// is not Available. It returns the cluster's etcd version.
+func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob) (string, *outcome) {
+	// The claim store reads live: a restore that claimed the cluster a
+	// moment ago may not be in the cache yet, and this is the last check
+	// before the snapshot touches the cluster.
+	holder, err := r.Claims.Get(ctx, claim.Target{Namespace: job.Namespace, Cluster: ClusterName})
 	if err != nil {
 		o := retry(err)
-		return &o
+		return "", &o
 	}
 	if holder != nil {
 		o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonRestoreInProgress,
-			"waiting for RestoreJob %q to finish restoring %s/%s", holder.Name, job.Namespace, app)
-		return &o
+			"waiting for RestoreJob %q to finish restoring EtcdCluster %s/%s", holder.Name, job.Namespace, ClusterName)
+		return "", &o
 	}
 	var cluster etcdv1alpha2.EtcdCluster
 	err = r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ClusterName}, &cluster)
 	if err != nil {
 		o := missing(err, backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonEtcdClusterNotAvailable,
 			"waiting for EtcdCluster %s/%s to exist", job.Namespace, ClusterName)
-		return &o
+		return "", &o
 	}
 	if c := meta.FindStatusCondition(cluster.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable); c == nil || c.Status != "True" {
 		detail := "no Available condition yet"
@@ -159,9 +165,9 @@ func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob, a
 		}
 		o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonEtcdClusterNotAvailable,
 			"waiting for EtcdCluster %s/%s to become Available (%s)", job.Namespace, ClusterName, detail)
-		return &o
+		return "", &o
 	}
-	return nil
+	return cluster.Spec.Version, nil
 }
 
 // missing turns a Get error into a wait (NotFound) or a retry (anything else).

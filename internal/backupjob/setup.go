@@ -19,6 +19,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 )
 
 // Field indexes on BackupJobs, used to find the jobs an event concerns.
@@ -54,18 +55,43 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&etcdv1alpha2.EtcdSnapshot{}).
 		Watches(&etcdv1alpha2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(nil))).
 		Watches(&appsv1alpha1.Etcd{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(appName))).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(leaseApp))).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClaim)).
 		Watches(&backupsv1alpha1.BackupClass{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClass)).
-		Watches(&strategyv1alpha1.Etcd{}, handler.EnqueueRequestsFromMapFunc(r.allJobs)).
+		Watches(&strategyv1alpha1.Etcd{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfStrategy)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
 }
 
 func appName(o client.Object) (string, bool) { return o.GetName(), true }
 
-func leaseApp(o client.Object) (string, bool) {
-	app, ok := o.GetLabels()[backupsv1alpha1.ApplicationNameLabel]
-	return app, ok
+// jobsOfClaim maps a restore claim (a Lease in the driver's namespace) to
+// the unfinished jobs of the namespace whose cluster it claims.
+func (r *Reconciler) jobsOfClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	ns, ok := o.GetLabels()[claim.TargetNamespaceLabel]
+	if !ok || o.GetNamespace() != r.Claims.Namespace {
+		return nil
+	}
+	return r.unfinished(ctx, client.InNamespace(ns))
+}
+
+// jobsOfStrategy maps a strategy to the unfinished jobs of the classes that
+// bind it.
+func (r *Reconciler) jobsOfStrategy(ctx context.Context, o client.Object) []reconcile.Request {
+	var classes backupsv1alpha1.BackupClassList
+	if err := r.List(ctx, &classes); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list BackupClasses to wake")
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, c := range classes.Items {
+		for _, s := range c.Spec.Strategies {
+			if s.StrategyRef.Kind == strategyv1alpha1.EtcdStrategyKind && s.StrategyRef.Name == o.GetName() {
+				reqs = append(reqs, r.unfinished(ctx, client.MatchingFields{indexClassName: c.Name})...)
+				break
+			}
+		}
+	}
+	return reqs
 }
 
 // jobsIn maps an object to the unfinished jobs in its namespace, for the
@@ -86,10 +112,6 @@ func (r *Reconciler) jobsIn(byApp func(client.Object) (string, bool)) handler.Ma
 
 func (r *Reconciler) jobsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.unfinished(ctx, client.MatchingFields{indexClassName: o.GetName()})
-}
-
-func (r *Reconciler) allJobs(ctx context.Context, _ client.Object) []reconcile.Request {
-	return r.unfinished(ctx)
 }
 
 func (r *Reconciler) unfinished(ctx context.Context, opts ...client.ListOption) []reconcile.Request {

@@ -14,6 +14,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
 // Annotations on an EtcdSnapshot that record what its Backup needs, so a job
@@ -23,6 +24,7 @@ const (
 	annotationStrategyName   = "etcd-backup-driver.cozystack.io/strategy-name"
 	annotationParameters     = "etcd-backup-driver.cozystack.io/parameters"
 	annotationDeletionPolicy = "etcd-backup-driver.cozystack.io/deletion-policy"
+	annotationEtcdVersion    = "etcd-backup-driver.cozystack.io/etcd-version"
 )
 
 // ownSnapshot returns the job's EtcdSnapshot from the cache, nil if the cache
@@ -94,6 +96,7 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 				annotationStrategyName:   p.strategyRef.Name,
 				annotationParameters:     string(params),
 				annotationDeletionPolicy: string(p.deletionPolicy),
+				annotationEtcdVersion:    p.etcdVersion,
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef("BackupJob", job.Name, job.UID)},
 		},
@@ -112,35 +115,33 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 	return snap, nil
 }
 
-// ownerLabels are the labels the backups API puts on objects a job made. The
-// name label is left out when the name is too long to be a label value; the
-// UID label always identifies the job.
+// ownerLabels are the labels the backups API puts on objects a job made.
+// Names that are not label values (too long, or not label characters) are
+// hashed to fit (names.LabelValue); the UID label always identifies the job.
 func ownerLabels(job *backupsv1alpha1.BackupJob) map[string]string {
 	labels := map[string]string{
 		backupsv1alpha1.OwningJobNamespaceLabel: job.Namespace,
 		backupsv1alpha1.OwningJobUIDLabel:       string(job.UID),
-		backupsv1alpha1.ApplicationNameLabel:    job.Spec.ApplicationRef.Name,
+		backupsv1alpha1.ApplicationNameLabel:    names.LabelValue(job.Spec.ApplicationRef.Name),
+		backupsv1alpha1.OwningJobNameLabel:      names.LabelValue(job.Name),
 	}
-	if len(job.Name) <= 63 {
-		labels[backupsv1alpha1.OwningJobNameLabel] = job.Name
-	}
-	if job.Spec.PlanRef != nil && job.Spec.PlanRef.Name != "" && len(job.Spec.PlanRef.Name) <= 63 {
-		labels[backupsv1alpha1.PlanNameLabel] = job.Spec.PlanRef.Name
+	if job.Spec.PlanRef != nil && job.Spec.PlanRef.Name != "" {
+		labels[backupsv1alpha1.PlanNameLabel] = names.LabelValue(job.Spec.PlanRef.Name)
 	}
 	return labels
 }
 
-// ownerRef makes an object of the backups API the controller owner. It does
-// not set blockOwnerDeletion, which would need update rights on the owner's
-// finalizers.
+// ownerRef makes an object of the backups API the controller owner, with
+// blockOwnerDeletion so a foreground deletion of the owner waits for it.
 func ownerRef(kind, name string, uid types.UID) metav1.OwnerReference {
-	controller := true
+	yes := true
 	return metav1.OwnerReference{
-		APIVersion: backupsv1alpha1.GroupVersion.String(),
-		Kind:       kind,
-		Name:       name,
-		UID:        uid,
-		Controller: &controller,
+		APIVersion:         backupsv1alpha1.GroupVersion.String(),
+		Kind:               kind,
+		Name:               name,
+		UID:                uid,
+		Controller:         &yes,
+		BlockOwnerDeletion: &yes,
 	}
 }
 

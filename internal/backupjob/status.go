@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // deadline is when the job's waits run out.
@@ -39,9 +40,14 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 		return ctrl.Result{}, o.err
 	}
 	now := r.Clock.Now()
-	if !o.terminal() && r.pastDeadline(job) {
+	switch {
+	case o.terminal():
+	case o.following && r.pastDeadline(job):
+		o.message += fmt.Sprintf(" (past the %s deadline: the snapshot is followed until the operator ends it)", r.Deadline)
+	case r.pastDeadline(job):
 		o = failed(backupsv1alpha1.BackupReasonDeadlineExceeded, "gave up after %s: %s", r.Deadline, o.message)
 	}
+	o.message = textlimit.Message(o.message)
 
 	next := job.Status.DeepCopy()
 	if next.StartedAt == nil {
@@ -70,7 +76,8 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 		}
 		r.transitioned(ctx, job, prev, o)
 	}
-	if o.terminal() {
+	if o.terminal() || o.following {
+		// Watches on the snapshot wake a following job; nothing else will.
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.deadline(job).Sub(now)}, nil
@@ -89,7 +96,7 @@ func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.Back
 	if o.phase == backupsv1alpha1.BackupJobPhaseFailed {
 		eventType = corev1.EventTypeWarning
 	}
-	r.Recorder.Eventf(job, nil, eventType, o.reason, string(o.phase), "%s", o.message)
+	r.Recorder.Eventf(job, nil, eventType, o.reason, string(o.phase), "%s", textlimit.Note(o.message))
 	log.FromContext(ctx).Info("BackupJob transition", "phase", o.phase, "reason", o.reason, "message", o.message)
 
 	if !o.terminal() {

@@ -1,14 +1,14 @@
-// Package claim serialises destructive work on an etcd application. A
-// RestoreJob claims the application by creating a coordination.k8s.io Lease
-// with a name derived from the application; the API server's create is the
-// atomic test-and-set, so at most one RestoreJob holds an application at a
-// time, whatever the caches say. BackupJobs for a claimed application wait.
+// Package claim serialises destructive work on a tenant's etcd cluster. A
+// RestoreJob claims the cluster by creating a coordination.k8s.io Lease in
+// the driver's own namespace, with a name derived from the cluster; the API
+// server's create is the atomic test-and-set, so at most one RestoreJob
+// holds a cluster at a time, whatever the caches say. BackupJobs for a
+// claimed cluster wait. Tenants cannot write in the driver's namespace, so
+// no tenant can fake a claim or block one; Leases anywhere else are ignored.
 package claim
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -18,119 +18,124 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
-// Labels on every claim Lease, so watchers can map a Lease to its application.
+// Labels and annotations on every claim Lease.
 const (
 	// ComponentLabel marks Leases that are restore claims.
 	ComponentLabel = "app.kubernetes.io/component"
 	// ComponentValue is ComponentLabel's value on claim Leases.
 	ComponentValue = "etcd-restore-claim"
+	// TargetNamespaceLabel is the namespace of the claimed cluster, so a
+	// watcher can map a Lease to the jobs it concerns.
+	TargetNamespaceLabel = "backups.cozystack.io/target-namespace"
+	// HolderNameAnnotation is the holding RestoreJob's name (a label
+	// value could not hold every RestoreJob name).
+	HolderNameAnnotation = "backups.cozystack.io/restore-job"
 )
 
-const namePrefix = "etcd-restore-"
-
-// LeaseName is the name of the claim Lease for application app. Names that
-// would exceed 63 characters are shortened with a hash so they stay unique.
-func LeaseName(app string) string {
-	name := namePrefix + app
-	if len(name) <= 63 {
-		return name
-	}
-	sum := sha256.Sum256([]byte(app))
-	return name[:63-11] + "-" + hex.EncodeToString(sum[:])[:10]
+// Target is the cluster a claim serialises work on.
+type Target struct {
+	// Namespace of the tenant (and of its EtcdCluster).
+	Namespace string
+	// Cluster is the EtcdCluster's name.
+	Cluster string
 }
+
+func (t Target) String() string { return t.Namespace + "/" + t.Cluster }
 
 // Holder is the RestoreJob that holds a claim.
 type Holder struct {
-	Name string
-	UID  types.UID
-}
-
-// Get returns the holder of the claim on app in namespace, or nil when the
-// application is not claimed.
-func Get(ctx context.Context, r client.Reader, namespace, app string) (*Holder, error) {
-	var lease coordinationv1.Lease
-	err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: LeaseName(app)}, &lease)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read restore claim on %s/%s: %w", namespace, app, err)
-	}
-	h := &Holder{}
-	if lease.Spec.HolderIdentity != nil {
-		h.Name = *lease.Spec.HolderIdentity
-	}
-	for _, ref := range lease.OwnerReferences {
-		if ref.Kind == "RestoreJob" {
-			h.UID = ref.UID
-		}
-	}
-	return h, nil
-}
-
-// Acquire claims app for rj. It returns the holder after the call: rj itself
-// when it now holds the claim (or already did), another RestoreJob otherwise.
-func Acquire(ctx context.Context, c client.Client, rj *backupsv1alpha1.RestoreJob, app string) (*Holder, error) {
-	holder := rj.Name
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: rj.Namespace,
-			Name:      LeaseName(app),
-			Labels: map[string]string{
-				ComponentLabel:                       ComponentValue,
-				backupsv1alpha1.ApplicationNameLabel: app,
-			},
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: backupsv1alpha1.GroupVersion.String(),
-				Kind:       "RestoreJob",
-				Name:       rj.Name,
-				UID:        rj.UID,
-			}},
-		},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
-	}
-	err := c.Create(ctx, lease)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("claim %s/%s: %w", rj.Namespace, app, err)
-	}
-	// Read back through the API server: the create either made our Lease
-	// or lost to an existing one, and only the stored object says whose.
-	return Get(ctx, c, rj.Namespace, app)
-}
-
-// Release drops rj's claim on app. It never deletes another job's claim: the
-// delete is conditioned on the Lease's UID after checking its owner.
-func Release(ctx context.Context, c client.Client, rj *backupsv1alpha1.RestoreJob, app string) error {
-	var lease coordinationv1.Lease
-	err := c.Get(ctx, client.ObjectKey{Namespace: rj.Namespace, Name: LeaseName(app)}, &lease)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read restore claim on %s/%s: %w", rj.Namespace, app, err)
-	}
-	if !ownedBy(&lease, rj) {
-		return nil
-	}
-	err = c.Delete(ctx, &lease, client.Preconditions{UID: &lease.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("release restore claim on %s/%s: %w", rj.Namespace, app, err)
-	}
-	return nil
+	Namespace string
+	Name      string
+	UID       types.UID
+	// LeaseUID identifies the Lease, for a conditional release.
+	LeaseUID types.UID
 }
 
 // HeldBy reports whether h is rj.
 func (h *Holder) HeldBy(rj *backupsv1alpha1.RestoreJob) bool {
-	return h != nil && h.Name == rj.Name && (h.UID == "" || h.UID == rj.UID)
+	return h != nil && h.Namespace == rj.Namespace && h.Name == rj.Name && h.UID == rj.UID
 }
 
-func ownedBy(lease *coordinationv1.Lease, rj *backupsv1alpha1.RestoreJob) bool {
-	for _, ref := range lease.OwnerReferences {
-		if ref.Kind == "RestoreJob" && ref.UID == rj.UID {
-			return true
-		}
+// Store keeps claims in one namespace (the driver's).
+type Store struct {
+	// Client creates and deletes Leases.
+	Client client.Client
+	// Reader reads Leases; a live reader for decisions, the cache for
+	// watches.
+	Reader client.Reader
+	// Namespace is where the Leases live.
+	Namespace string
+}
+
+// LeaseName is the name of the claim Lease for t: readable, and unique
+// per target thanks to a hash of both parts.
+func LeaseName(t Target) string {
+	return "etcd-restore-" + t.Namespace + "-" + names.Hash(t.Namespace, t.Cluster)
+}
+
+// Get returns the holder of the claim on t, or nil when t is not claimed.
+func (s Store) Get(ctx context.Context, t Target) (*Holder, error) {
+	var lease coordinationv1.Lease
+	err := s.Reader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: LeaseName(t)}, &lease)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
 	}
-	return false
+	if err != nil {
+		return nil, fmt.Errorf("read restore claim on %s: %w", t, err)
+	}
+	return holderOf(&lease), nil
+}
+
+func holderOf(lease *coordinationv1.Lease) *Holder {
+	return &Holder{
+		Namespace: lease.Labels[TargetNamespaceLabel],
+		Name:      lease.Annotations[HolderNameAnnotation],
+		UID:       types.UID(lease.Labels[backupsv1alpha1.RestoreJobUIDLabel]),
+		LeaseUID:  lease.UID,
+	}
+}
+
+// Acquire claims t for rj (rj is in t's namespace). It returns the holder
+// after the call: rj itself when it now holds the claim (or already did),
+// another RestoreJob otherwise.
+func (s Store) Acquire(ctx context.Context, rj *backupsv1alpha1.RestoreJob, t Target, app string) (*Holder, error) {
+	holder := rj.Namespace + "/" + rj.Name
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: s.Namespace,
+			Name:      LeaseName(t),
+			Labels: map[string]string{
+				ComponentLabel:                       ComponentValue,
+				TargetNamespaceLabel:                 t.Namespace,
+				backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app),
+				backupsv1alpha1.RestoreJobUIDLabel:   string(rj.UID),
+			},
+			Annotations: map[string]string{HolderNameAnnotation: rj.Name},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}
+	err := s.Client.Create(ctx, lease)
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("claim %s: %w", t, err)
+	}
+	// Read back through the API server: the create either made our Lease
+	// or lost to an existing one, and only the stored object says whose.
+	return s.Get(ctx, t)
+}
+
+// Release drops h's claim. It never deletes a claim taken since: the delete
+// is conditioned on the Lease's UID.
+func (s Store) Release(ctx context.Context, t Target, h *Holder) error {
+	if h == nil {
+		return nil
+	}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: LeaseName(t)}}
+	err := s.Client.Delete(ctx, lease, client.Preconditions{UID: &h.LeaseUID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("release restore claim on %s: %w", t, err)
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 const EventSource = "etcd-backup-driver"
 
 // setupFunc registers one controller (with its watches and indexes) on mgr.
-type setupFunc func(mgr ctrl.Manager, o Options) error
+type setupFunc func(mgr ctrl.Manager, o Options, d deps) error
 
 // controllers lists every controller the driver runs, in registration order.
 // Each entry lives in its own package under internal/.
@@ -26,27 +26,34 @@ var controllers = []setupFunc{
 	setupBackupDeletion,
 }
 
-func setupBackupJobs(mgr ctrl.Manager, o Options) error {
+func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 	r := &backupjob.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Deadline:  o.BackupDeadline,
+		Keys:      d.keys,
+		Policy:    d.policy,
+		Claims:    d.claims,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
 
-func setupRestores(mgr ctrl.Manager, o Options) error {
+func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 	r := &restore.Reconciler{
-		Client:   o.client(mgr),
-		Reader:   mgr.GetAPIReader(),
-		Recorder: mgr.GetEventRecorder(EventSource),
-		Deadline: o.RestoreDeadline,
+		Client:    o.client(mgr),
+		Reader:    mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Deadline:  o.RestoreDeadline,
+		Namespace: o.Namespace,
+		Claims:    d.claims,
+		Keys:      d.keys,
+		Policy:    d.policy,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }
 
-func setupPlans(mgr ctrl.Manager, o Options) error {
+func setupPlans(mgr ctrl.Manager, o Options, d deps) error {
 	var clk clock.PassiveClock = clock.RealClock{}
 	if o.Clock != nil {
 		clk = o.Clock
@@ -56,15 +63,18 @@ func setupPlans(mgr ctrl.Manager, o Options) error {
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Clock:     clk,
+		Keys:      d.keys,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
 
-func setupBackupDeletion(mgr ctrl.Manager, o Options) error {
+func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 	r := &backupdeletion.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(EventSource),
+		Keys:      d.keys,
+		Policy:    d.policy,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

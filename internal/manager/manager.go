@@ -3,8 +3,10 @@ package manager
 import (
 	"fmt"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -14,7 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
@@ -22,9 +27,22 @@ import (
 // LeaderElectionID names the Lease replicas compete for.
 const LeaderElectionID = "etcd-backup-driver.strategy.backups.cozystack.io"
 
+// deps are what several controllers share.
+type deps struct {
+	keys   *provenance.Keyring
+	policy endpointpolicy.Policy
+	claims claim.Store
+}
+
 // New builds a manager for cfg with the driver's scheme, caches, probes and
 // controllers. It does not start it.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
+	if err != nil {
+		return nil, err
+	}
+	own := map[string]cache.Config{o.Namespace: {}}
+	byName := fields.OneTermEqualSelector("metadata.name", restore.ClusterName)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  driverscheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -36,13 +54,16 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		// Each cache holds only what the driver may read (RBAC grants no
+		// more): restore claims and captures in the driver's namespace,
+		// member PVCs, and the one EtcdCluster and HelmRelease name.
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			// Only restore-claim Leases matter to the driver; the cluster's
-			// node and leader-election Leases stay out of memory.
-			&coordinationv1.Lease{}: {Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-			// Only the member PVCs of "etcd" clusters matter (a restore
-			// waits for them to go); other PVCs stay out of memory.
+			&coordinationv1.Lease{}: {Namespaces: own,
+				Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
+			&corev1.ConfigMap{}:             {Namespaces: own, Label: labels.SelectorFromSet(restore.CaptureLabels())},
 			&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
+			&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
+			&helmv2.HelmRelease{}:           {Field: byName},
 		}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never
@@ -54,8 +75,17 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	d := deps{
+		keys: &provenance.Keyring{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
+			Namespace: o.Namespace, Name: o.ProvenanceSecret},
+		policy: policy,
+		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Namespace: o.Namespace},
+	}
+	if err := mgr.Add(d.keys); err != nil {
+		return nil, fmt.Errorf("add provenance keyring: %w", err)
+	}
 	for _, setup := range controllers {
-		if err := setup(mgr, o); err != nil {
+		if err := setup(mgr, o, d); err != nil {
 			return nil, err
 		}
 	}

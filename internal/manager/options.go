@@ -6,6 +6,8 @@ package manager
 
 import (
 	"flag"
+	"os"
+	"strings"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -31,6 +33,15 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// Namespace is the driver's own namespace: restore claims, captures
+	// and the provenance key live there, out of tenants' reach.
+	Namespace string
+	// ProvenanceSecret names the Secret (in Namespace) holding the keys
+	// that sign Backups; created with a fresh key when missing.
+	ProvenanceSecret string
+	// AllowedEndpointCIDRs are address ranges S3 endpoints may reach
+	// although the endpoint policy denies them (loopback, link-local...).
+	AllowedEndpointCIDRs []string
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests and the sandbox start and stop managers repeatedly). No flag.
 	SkipControllerNameValidation bool
@@ -50,14 +61,26 @@ func (o Options) client(mgr ctrl.Manager) client.Client {
 	return mgr.GetClient()
 }
 
+// DefaultNamespace is the driver's namespace when neither the flag nor
+// $POD_NAMESPACE says otherwise.
+const DefaultNamespace = "etcd-backup-driver"
+
 // DefaultOptions returns the settings used when no flag is given.
 func DefaultOptions() Options {
+	ns := os.Getenv("POD_NAMESPACE")
+	if ns == "" {
+		ns = DefaultNamespace
+	}
 	return Options{
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
 		MaxConcurrentReconciles: 4,
-		BackupDeadline:          20 * time.Minute,
-		RestoreDeadline:         30 * time.Minute,
+		// Not shorter than the etcd-operator's snapshot Job deadline
+		// (1800s): a job never gives up on a snapshot that may still land.
+		BackupDeadline:   30 * time.Minute,
+		RestoreDeadline:  30 * time.Minute,
+		Namespace:        ns,
+		ProvenanceSecret: "etcd-backup-driver-provenance",
 	}
 }
 
@@ -77,4 +100,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
 	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
 		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
+	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
+		"The driver's own namespace, for restore claims, captures and the provenance key (default: $POD_NAMESPACE, else etcd-backup-driver).")
+	fs.StringVar(&o.ProvenanceSecret, "provenance-secret", o.ProvenanceSecret,
+		"Secret in the driver's namespace holding the keys that sign Backups; created when missing.")
+	fs.Func("allowed-endpoint-cidrs",
+		"Comma-separated address ranges S3 endpoints may reach although denied by default (loopback, link-local, metadata); for test setups only.",
+		func(v string) error {
+			for _, c := range strings.Split(v, ",") {
+				if c = strings.TrimSpace(c); c != "" {
+					o.AllowedEndpointCIDRs = append(o.AllowedEndpointCIDRs, c)
+				}
+			}
+			return nil
+		})
 }

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -38,6 +39,9 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
+	// Keys verify Backups: retention counts only Backups the driver
+	// recorded for this Plan, ordered by the time it signed.
+	Keys provenance.Keys
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch
@@ -116,13 +120,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Complete(r)
 }
 
-// planOfBackup maps a Backup to the Plan named by its plan label.
+// planOfBackup maps a Backup to the Plan its spec names (a label value may
+// only be a hash of a long Plan name).
 func planOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
-	name := obj.GetLabels()[backupsv1alpha1.PlanNameLabel]
-	if name == "" {
+	b, ok := obj.(*backupsv1alpha1.Backup)
+	if !ok || b.Spec.PlanRef == nil || b.Spec.PlanRef.Name == "" {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: name}}}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.PlanRef.Name}}}
 }
 
 // plansInNamespace maps a RestoreJob to every Plan of its namespace: a

@@ -9,6 +9,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // observed is what one reconcile of a Plan knows about the world.
@@ -18,7 +20,10 @@ type observed struct {
 	// appJobsRunning is true when any BackupJob for the Plan's application
 	// (the Plan's or another) has not finished.
 	appJobsRunning bool
-	// backups are the Plan's Backups (plan label and planRef agree).
+	// backups are the Plan's Backups: those the driver verifiably
+	// recorded for this Plan and application, each with spec.takenAt set
+	// to the signed time. Hand-written or edited Backups are not here, so
+	// retention never counts, orders by, or deletes them.
 	backups []backupsv1alpha1.Backup
 	// inUse names Backups a RestoreJob that has not finished reads.
 	inUse map[string]bool
@@ -43,15 +48,20 @@ func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*
 	}
 
 	var backups backupsv1alpha1.BackupList
-	if err := r.Client.List(ctx, &backups, ns, client.MatchingLabels{backupsv1alpha1.PlanNameLabel: plan.Name}); err != nil {
+	if err := r.Client.List(ctx, &backups, ns, client.MatchingLabels{backupsv1alpha1.PlanNameLabel: names.LabelValue(plan.Name)}); err != nil {
 		return nil, fmt.Errorf("list Backups of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
 	}
 	for _, b := range backups.Items {
-		// A Backup must say it is this Plan's both ways before retention
-		// may delete it; a stray label alone is not enough.
-		if b.Spec.PlanRef != nil && b.Spec.PlanRef.Name == plan.Name {
-			obs.backups = append(obs.backups, b)
+		v, err := provenance.Verify(ctx, r.Keys, &b)
+		if err != nil {
+			return nil, err
 		}
+		// Labels are only a hint; the signature says whose Backup it is.
+		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name {
+			continue
+		}
+		b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
+		obs.backups = append(obs.backups, b)
 	}
 
 	inUse, err := restoresInProgress(ctx, r.Client, plan.Namespace)

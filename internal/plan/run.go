@@ -8,12 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
 // runDue starts or skips the runs that are due at now and returns the next
@@ -131,11 +131,11 @@ func (r *Reconciler) skip(plan *backupsv1alpha1.Plan, reason string, n int, last
 // newJob is the BackupJob for the run of plan due at due.
 func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJob {
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
-	labels := map[string]string{backupsv1alpha1.PlanNameLabel: plan.Name}
-	// An application name too long for a label value is left unlabelled
-	// rather than failing every run; spec.applicationRef still names it.
-	if len(validation.IsValidLabelValue(app.Name)) == 0 {
-		labels[backupsv1alpha1.ApplicationNameLabel] = app.Name
+	// Names that are not label values are hashed to fit; the spec still
+	// names them exactly.
+	labels := map[string]string{
+		backupsv1alpha1.PlanNameLabel:        names.LabelValue(plan.Name),
+		backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app.Name),
 	}
 	return &backupsv1alpha1.BackupJob{
 		ObjectMeta: metav1.ObjectMeta{

@@ -1,8 +1,6 @@
 package restore
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -14,16 +12,21 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
-// The capture is a ConfigMap, not a condition message: it has no 24 KiB
-// limit, it is not owned by the RestoreJob (so deleting the job keeps it),
-// and a person can read and re-apply it by hand.
+// The capture is a ConfigMap in the driver's own namespace, where tenants
+// cannot write: a look-alike in the tenant's namespace is never read. It
+// has no size limit worth worrying about, it outlives the RestoreJob, and
+// an admin can read and re-apply it by hand. It also freezes what the
+// re-create needs (the exact source, and the safety Backup's for a
+// rollback), so the re-create never depends on a Backup a tenant can edit.
 const (
 	captureComponent      = "etcd-restore-capture"
 	captureKeyCluster     = "etcdcluster.yaml"
 	captureKeyHelmRelease = "helmrelease-prior-state"
 	captureKeySource      = "restore-source.yaml"
+	captureKeyRollback    = "rollback-source.yaml"
 	captureKeyReadme      = "README"
 )
 
@@ -36,8 +39,7 @@ const (
 	hrAbsent       hrState = "Absent"
 )
 
-// restoreSource is the exact S3 object a restore reads, frozen in the
-// capture so the re-create never depends on the Backup still existing.
+// restoreSource is an exact S3 object a re-create reads.
 type restoreSource struct {
 	Bucket         string `json:"bucket"`
 	Endpoint       string `json:"endpoint"`
@@ -58,27 +60,20 @@ func sourceFrom(src artifact.Source, backupName string) restoreSource {
 
 // capture is the parsed capture ConfigMap.
 type capture struct {
-	name    string
-	app     string
-	cluster *unstructured.Unstructured
-	hrPrior hrState
-	source  restoreSource
+	namespace string
+	name      string
+	app       string
+	cluster   *unstructured.Unstructured
+	hrPrior   hrState
+	source    restoreSource
+	// rollback is the safety Backup's object, when one was taken.
+	rollback *restoreSource
 }
 
-// childName derives a name from the RestoreJob that stays unique across
-// re-created RestoreJobs of the same name (UID suffix) and within max.
-func childName(rj *backupsv1alpha1.RestoreJob, suffix string, maxLen int) string {
-	sum := sha256.Sum256([]byte(rj.UID))
-	tail := "-" + suffix + "-" + hex.EncodeToString(sum[:])[:8]
-	base := rj.Name
-	if len(base)+len(tail) > maxLen {
-		base = base[:maxLen-len(tail)]
-	}
-	return base + tail
-}
-
+// captureName is unique per RestoreJob (namespace, name and UID) within
+// the driver's namespace, and a valid ConfigMap name whatever the job's.
 func captureName(rj *backupsv1alpha1.RestoreJob) string {
-	return childName(rj, "capture", 63)
+	return names.Subdomain(names.MaxSubdomain, "restore-capture", rj.Namespace, rj.Name, names.Hash(string(rj.UID)))
 }
 
 // capturedCluster copies what a re-create needs from the live object:
@@ -113,9 +108,9 @@ func priorState(hr *helmv2.HelmRelease) hrState {
 	}
 }
 
-// buildCapture renders the capture ConfigMap for rj.
-func buildCapture(rj *backupsv1alpha1.RestoreJob, app string, live *unstructured.Unstructured,
-	hr *helmv2.HelmRelease, src restoreSource) (*corev1.ConfigMap, error) {
+// buildCapture renders the capture ConfigMap for rj in namespace ns.
+func buildCapture(ns string, rj *backupsv1alpha1.RestoreJob, app string, live *unstructured.Unstructured,
+	hr *helmv2.HelmRelease, src restoreSource, rollback *restoreSource) (*corev1.ConfigMap, error) {
 	clusterYAML, err := yaml.Marshal(capturedCluster(live).Object)
 	if err != nil {
 		return nil, fmt.Errorf("encode captured EtcdCluster: %w", err)
@@ -124,57 +119,83 @@ func buildCapture(rj *backupsv1alpha1.RestoreJob, app string, live *unstructured
 	if err != nil {
 		return nil, fmt.Errorf("encode restore source: %w", err)
 	}
+	data := map[string]string{
+		captureKeyCluster:     string(clusterYAML),
+		captureKeyHelmRelease: string(priorState(hr)),
+		captureKeySource:      string(srcYAML),
+		captureKeyReadme: fmt.Sprintf(`EtcdCluster %s/%s as it was before RestoreJob %s/%s restored Backup %s.
+To bring the old cluster definition back by hand: suspend HelmRelease %s/%s, delete the EtcdCluster,
+and kubectl create -f the %s key of this ConfigMap. The HelmRelease was %s before the restore.
+`, live.GetNamespace(), live.GetName(), rj.Namespace, rj.Name, src.BackupName, rj.Namespace, app, captureKeyCluster, priorState(hr)),
+	}
+	if rollback != nil {
+		rbYAML, err := yaml.Marshal(rollback)
+		if err != nil {
+			return nil, fmt.Errorf("encode rollback source: %w", err)
+		}
+		data[captureKeyRollback] = string(rbYAML)
+	}
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: rj.Namespace,
+			Namespace: ns,
 			Name:      captureName(rj),
 			Labels: map[string]string{
 				claim.ComponentLabel:                 captureComponent,
-				backupsv1alpha1.ApplicationNameLabel: app,
-				backupsv1alpha1.RestoreJobNameLabel:  rj.Name,
+				backupsv1alpha1.CaptureForLabel:      rj.Namespace,
+				backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app),
+				backupsv1alpha1.RestoreJobNameLabel:  names.LabelValue(rj.Name),
 				backupsv1alpha1.RestoreJobUIDLabel:   string(rj.UID),
 			},
+			Annotations: map[string]string{captureAppAnnotation: app},
 		},
-		Data: map[string]string{
-			captureKeyCluster:     string(clusterYAML),
-			captureKeyHelmRelease: string(priorState(hr)),
-			captureKeySource:      string(srcYAML),
-			captureKeyReadme: fmt.Sprintf(`EtcdCluster %s/%s as it was before RestoreJob %s restored Backup %s.
-To bring the old cluster definition back by hand: suspend HelmRelease %s, delete the EtcdCluster,
-and kubectl create -f the %s key of this ConfigMap. The HelmRelease was %s before the restore.
-`, live.GetNamespace(), live.GetName(), rj.Name, src.BackupName, app, captureKeyCluster, priorState(hr)),
-		},
+		Data: data,
 	}, nil
 }
 
-// parseCapture reads a capture ConfigMap back. It refuses one that another
-// RestoreJob (same name, other UID) made.
+// parseCapture reads a capture ConfigMap back. It refuses one made for
+// another RestoreJob.
 func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*capture, error) {
-	if uid := cm.Labels[backupsv1alpha1.RestoreJobUIDLabel]; uid != string(rj.UID) {
-		return nil, fmt.Errorf("ConfigMap %s/%s belongs to RestoreJob UID %q, not this one", cm.Namespace, cm.Name, uid)
+	if uid := cm.Labels[backupsv1alpha1.RestoreJobUIDLabel]; uid != string(rj.UID) || cm.Labels[backupsv1alpha1.CaptureForLabel] != rj.Namespace {
+		return nil, fmt.Errorf("ConfigMap %s/%s belongs to another RestoreJob", cm.Namespace, cm.Name)
 	}
 	obj := map[string]any{}
 	if err := yaml.Unmarshal([]byte(cm.Data[captureKeyCluster]), &obj); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", cm.Namespace, cm.Name, captureKeyCluster, err)
 	}
-	var src restoreSource
-	if err := yaml.Unmarshal([]byte(cm.Data[captureKeySource]), &src); err != nil {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", cm.Namespace, cm.Name, captureKeySource, err)
+	src, err := parseSource(cm, captureKeySource)
+	if err != nil {
+		return nil, err
 	}
-	if src.Key == "" || src.Bucket == "" {
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s has no bucket or object key", cm.Namespace, cm.Name, captureKeySource)
+	c := &capture{namespace: cm.Namespace, name: cm.Name, app: cm.Annotations[captureAppAnnotation],
+		cluster: &unstructured.Unstructured{Object: obj}, source: *src}
+	if c.app == "" {
+		c.app = applicationName
 	}
-	prior := hrState(cm.Data[captureKeyHelmRelease])
-	switch prior {
+	if _, ok := cm.Data[captureKeyRollback]; ok {
+		if c.rollback, err = parseSource(cm, captureKeyRollback); err != nil {
+			return nil, err
+		}
+	}
+	c.hrPrior = hrState(cm.Data[captureKeyHelmRelease])
+	switch c.hrPrior {
 	case hrSuspended, hrNotSuspended, hrAbsent:
 	default:
-		return nil, fmt.Errorf("ConfigMap %s/%s key %s is %q", cm.Namespace, cm.Name, captureKeyHelmRelease, prior)
+		return nil, fmt.Errorf("ConfigMap %s/%s key %s is %q", cm.Namespace, cm.Name, captureKeyHelmRelease, c.hrPrior)
 	}
-	return &capture{
-		name:    cm.Name,
-		app:     cm.Labels[backupsv1alpha1.ApplicationNameLabel],
-		cluster: &unstructured.Unstructured{Object: obj},
-		hrPrior: prior,
-		source:  src,
-	}, nil
+	return c, nil
+}
+
+// captureAppAnnotation keeps the application's exact name (a label holds
+// only a derived value).
+const captureAppAnnotation = "backups.cozystack.io/application"
+
+func parseSource(cm *corev1.ConfigMap, key string) (*restoreSource, error) {
+	var src restoreSource
+	if err := yaml.Unmarshal([]byte(cm.Data[key]), &src); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s key %s: %w", cm.Namespace, cm.Name, key, err)
+	}
+	if src.Key == "" || src.Bucket == "" {
+		return nil, fmt.Errorf("ConfigMap %s/%s key %s has no bucket or object key", cm.Namespace, cm.Name, key)
+	}
+	return &src, nil
 }

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -35,16 +34,4 @@ func recordFinish(job *backupsv1alpha1.RestoreJob) {
 	if job.Status.StartedAt != nil && job.Status.CompletedAt != nil {
 		restoreDuration.WithLabelValues(result).Observe(job.Status.CompletedAt.Sub(job.Status.StartedAt.Time).Seconds())
 	}
-}
-
-// event records d on the job: Warning for failures, Normal otherwise.
-func (r *Reconciler) event(o *observation, d decision) {
-	if r.Recorder == nil {
-		return
-	}
-	kind := corev1.EventTypeNormal
-	if d.state == stateFail {
-		kind = corev1.EventTypeWarning
-	}
-	r.Recorder.Eventf(o.job, nil, kind, string(d.reason), d.state.String(), "%s", d.message)
 }

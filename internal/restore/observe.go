@@ -11,18 +11,29 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
 
 // clusterName is the EtcdCluster every etcd application renders.
 const clusterName = "etcd"
 
+// applicationName is the only name an Etcd application has (the chart pins
+// its release and HelmRelease to it); it owns EtcdCluster clusterName.
+const applicationName = "etcd"
+
 // instanceLabel selects the member PVCs of the cluster.
 const instanceLabel = "app.kubernetes.io/instance"
+
+// fluxNameLabel is set by helm-controller on every object a HelmRelease
+// applies; its value is the HelmRelease's name.
+const fluxNameLabel = "helm.toolkit.fluxcd.io/name"
 
 // observation is everything a decision needs, read live from the API server
 // (not the cache) so that a decision never rests on a view older than the
@@ -30,22 +41,40 @@ const instanceLabel = "app.kubernetes.io/instance"
 type observation struct {
 	now time.Time
 	job *backupsv1alpha1.RestoreJob
+	// driverNS is the driver's namespace, where captures and claims live.
+	driverNS string
 
 	opts    jobOptions
 	optsErr error
 
 	// backup is nil when it does not exist.
 	backup    *backupsv1alpha1.Backup
+	verdict   provenance.Verdict
 	source    artifact.Source
 	sourceErr error
+	// admission says, for an unverified Backup, whether its location is
+	// one this namespace's strategies write to now ("" when it is).
+	admission string
+	// credsErr is why the source's credentials Secret is unusable (nil
+	// when it is, or when it was not read).
+	credsErr error
+	// endpointErr is why the endpoint policy refuses the source's
+	// endpoint (the scheme was judged when it was rendered).
+	endpointErr error
 
 	// app is the application restored: the capture's once it exists, else
 	// the Backup's.
 	app    string
+	target claim.Target
 	holder *claim.Holder
+	// holderGone: the claim's holder no longer exists (or finished without
+	// releasing it), so the claim is stale.
+	holderGone bool
 
 	snapshot     *etcdv1alpha2.EtcdSnapshot
 	safetyBackup *backupsv1alpha1.Backup
+	// safetyConflict says why an object at the safety name is not ours.
+	safetyConflict string
 	// inflight names other EtcdSnapshots of the cluster still running
 	// (BackupJobs that started before the claim); the cluster is not
 	// touched under them.
@@ -64,27 +93,23 @@ type observation struct {
 
 // observe reads the world for job. It returns nil when job is gone.
 func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observation, error) {
-	o := &observation{now: r.now(), job: &backupsv1alpha1.RestoreJob{}}
+	o := &observation{now: r.now(), job: &backupsv1alpha1.RestoreJob{}, driverNS: r.Namespace}
 	if found, err := r.get(ctx, key, o.job); err != nil || !found {
 		return nil, err
 	}
 	o.opts, o.optsErr = parseOptions(o.job.Spec.Options)
 	ns := o.job.Namespace
+	o.target = claim.Target{Namespace: ns, Cluster: clusterName}
 
 	var cm corev1.ConfigMap
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(o.job)}, &cm); err != nil {
+	if found, err := r.get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: captureName(o.job)}, &cm); err != nil {
 		return nil, err
 	} else if found {
 		o.capture, o.captureErr = parseCapture(&cm, o.job)
 	}
 
-	backup := &backupsv1alpha1.Backup{}
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: ns, Name: o.job.Spec.BackupRef.Name}, backup); err != nil {
+	if err := r.observeBackup(ctx, o); err != nil {
 		return nil, err
-	} else if found {
-		o.backup = backup
-		o.source, o.sourceErr = artifact.Resolve(backup)
-		o.app = backup.Spec.ApplicationRef.Name
 	}
 	if o.capture != nil && o.capture.app != "" {
 		o.app = o.capture.app
@@ -92,19 +117,26 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	if o.app == "" {
 		return o, nil
 	}
-
 	var err error
-	if o.holder, err = claim.Get(ctx, r.Reader, ns, o.app); err != nil {
+	if o.holder, err = r.Claims.Get(ctx, o.target); err != nil {
 		return nil, err
+	}
+	if o.holder != nil && !o.holder.HeldBy(o.job) {
+		if o.holderGone, err = r.holderGone(ctx, o.holder); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.observeSafety(ctx, o); err != nil {
 		return nil, err
 	}
-	hr := &helmv2.HelmRelease{}
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: ns, Name: o.app}, hr); err != nil {
-		return nil, err
-	} else if found {
-		o.hr = hr
+	if o.app == applicationName {
+		// RBAC lets the driver read only the HelmRelease of that name.
+		hr := &helmv2.HelmRelease{}
+		if found, err := r.get(ctx, client.ObjectKey{Namespace: ns, Name: o.app}, hr); err != nil {
+			return nil, err
+		} else if found {
+			o.hr = hr
+		}
 	}
 	if err := r.observeCluster(ctx, o); err != nil {
 		return nil, err
@@ -112,19 +144,86 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	return o, nil
 }
 
+// observeBackup reads the Backup, its provenance and, while nothing is
+// captured yet, whether it may be restored and its credentials exist.
+func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
+	b := &backupsv1alpha1.Backup{}
+	found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: o.job.Spec.BackupRef.Name}, b)
+	if err != nil || !found {
+		return err
+	}
+	o.backup = b
+	o.app = b.Spec.ApplicationRef.Name
+	o.source, o.sourceErr = artifact.Resolve(b)
+	if o.sourceErr == nil {
+		o.endpointErr = r.Policy.CheckURL(o.source.Endpoint, true)
+	}
+	if o.verdict, err = provenance.Verify(ctx, r.Keys, b); err != nil {
+		return err
+	}
+	if o.capture != nil || o.job.Status.Phase.IsTerminal() || outcomeOf(o.job) != nil ||
+		!controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) || o.sourceErr != nil {
+		return nil
+	}
+	if !o.verdict.Verified {
+		if o.admission, err = r.admit(ctx, o); err != nil {
+			return err
+		}
+	}
+	_, err = s3object.ReadCredentials(ctx, r.Reader, o.job.Namespace, o.source.SecretName)
+	switch {
+	case err == nil:
+	case errorsIsCredentials(err):
+		o.credsErr = err
+	default:
+		return err
+	}
+	return nil
+}
+
+// holderGone reports whether the RestoreJob holding a claim is gone, or
+// finished and let go of its finalizer (it releases the claim before that,
+// so a claim outliving it was abandoned).
+func (r *Reconciler) holderGone(ctx context.Context, h *claim.Holder) (bool, error) {
+	rj := &backupsv1alpha1.RestoreJob{}
+	found, err := r.get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Name}, rj)
+	if err != nil {
+		return false, err
+	}
+	if !found || rj.UID != h.UID {
+		return true, nil
+	}
+	return rj.Status.Phase.IsTerminal() && !controllerutil.ContainsFinalizer(rj, backupsv1alpha1.RestoreFinalizer), nil
+}
+
 func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
 	name := safetyName(o.job)
 	snap := &etcdv1alpha2.EtcdSnapshot{}
 	if found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, snap); err != nil {
 		return err
-	} else if found && snap.Labels[backupsv1alpha1.RestoreJobUIDLabel] == string(o.job.UID) {
-		o.snapshot = snap
+	} else if found {
+		if isOurSafetySnapshot(snap, o.job, safetyDestination(o)) {
+			o.snapshot = snap
+		} else {
+			o.safetyConflict = fmt.Sprintf("EtcdSnapshot %s/%s exists and was not made by this RestoreJob", snap.Namespace, snap.Name)
+		}
 	}
 	b := &backupsv1alpha1.Backup{}
 	if found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, b); err != nil {
 		return err
-	} else if found && b.Labels[backupsv1alpha1.RestoreJobUIDLabel] == string(o.job.UID) {
-		o.safetyBackup = b
+	} else if found {
+		v, err := provenance.Verify(ctx, r.Keys, b)
+		if err != nil {
+			return err
+		}
+		// Labels are tenant-writable; only the signature says the driver
+		// recorded this Backup for this RestoreJob.
+		if v.Verified && b.Labels[backupsv1alpha1.RestoreJobUIDLabel] == string(o.job.UID) && o.snapshot != nil &&
+			v.Facts.SnapshotUID == string(o.snapshot.UID) {
+			o.safetyBackup = b
+		} else {
+			o.safetyConflict = fmt.Sprintf("Backup %s/%s exists and is not the safety Backup this RestoreJob recorded", b.Namespace, b.Name)
+		}
 	}
 	var snaps etcdv1alpha2.EtcdSnapshotList
 	if err := r.Reader.List(ctx, &snaps, client.InNamespace(o.job.Namespace)); err != nil {

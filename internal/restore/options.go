@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -8,25 +9,63 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// jobOptions is the Etcd driver's reading of RestoreJob.spec.options. Fields
-// the driver does not know are ignored, as in the peer driver.
+// Verification modes of spec.options.verify.
+const (
+	// VerifyFull downloads the snapshot and checks its sha256 against the
+	// Backup and etcd's own integrity trailer.
+	VerifyFull = "Full"
+	// VerifySize only checks that the object exists with the recorded size.
+	VerifySize = "Size"
+)
+
+// MaxRestoreTimeout caps spec.options.restoreTimeoutSeconds: a restore holds
+// the application's HelmRelease suspended, so no option may hold it for
+// longer than a day.
+const MaxRestoreTimeout = 24 * time.Hour
+
+// jobOptions is the Etcd driver's reading of RestoreJob.spec.options.
+// Unknown fields are refused: a misspelt option must not be ignored.
 type jobOptions struct {
-	// RestoreTimeoutSeconds overrides the restore deadline; 0 or less
-	// means the driver's default.
+	// RestoreTimeoutSeconds overrides the restore deadline; 0 means the
+	// driver's default.
 	RestoreTimeoutSeconds int64 `json:"restoreTimeoutSeconds,omitempty"`
 	// SafetySnapshot asks for (true) or declines (false) a snapshot of the
-	// live cluster before it is destroyed. Unset means: take one when the
-	// cluster is Available.
+	// live cluster before it is destroyed. Unset means: take one, and
+	// refuse the restore when none can be taken.
 	SafetySnapshot *bool `json:"safetySnapshot,omitempty"`
+	// Verify is Full (default) or Size.
+	Verify string `json:"verify,omitempty"`
+	// Rollback, unset or true, re-creates the cluster from the safety
+	// Backup when the restore fails after the purge.
+	Rollback *bool `json:"rollback,omitempty"`
 }
+
+const optionsShape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool}"
 
 func parseOptions(raw *runtime.RawExtension) (jobOptions, error) {
 	var o jobOptions
 	if raw == nil || len(raw.Raw) == 0 {
+		o.Verify = VerifyFull
 		return o, nil
 	}
-	if err := json.Unmarshal(raw.Raw, &o); err != nil {
-		return jobOptions{}, fmt.Errorf("spec.options is not valid (want {restoreTimeoutSeconds: int, safetySnapshot: bool}): %w", err)
+	dec := json.NewDecoder(bytes.NewReader(raw.Raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return jobOptions{}, fmt.Errorf("spec.options is not valid (want %s): %w", optionsShape, err)
+	}
+	switch {
+	case o.RestoreTimeoutSeconds < 0:
+		return jobOptions{}, fmt.Errorf("spec.options.restoreTimeoutSeconds is %d; it must be positive", o.RestoreTimeoutSeconds)
+	case o.RestoreTimeoutSeconds > int64(MaxRestoreTimeout/time.Second):
+		return jobOptions{}, fmt.Errorf("spec.options.restoreTimeoutSeconds is %d; at most %d (%s) is allowed",
+			o.RestoreTimeoutSeconds, int64(MaxRestoreTimeout/time.Second), MaxRestoreTimeout)
+	}
+	switch o.Verify {
+	case "":
+		o.Verify = VerifyFull
+	case VerifyFull, VerifySize:
+	default:
+		return jobOptions{}, fmt.Errorf("spec.options.verify is %q; want %q or %q", o.Verify, VerifyFull, VerifySize)
 	}
 	return o, nil
 }
@@ -38,3 +77,6 @@ func (o jobOptions) timeout(def time.Duration) time.Duration {
 	}
 	return def
 }
+
+// rollback reports whether a failed restore goes back to the safety Backup.
+func (o jobOptions) rollback() bool { return o.Rollback == nil || *o.Rollback }

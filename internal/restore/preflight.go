@@ -4,51 +4,142 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/Masterminds/semver/v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // appKind is the application kind the Etcd driver restores.
 const appKind = "Etcd"
 
+// restoreSpaceFactor: the operator's restore agent needs about twice the
+// snapshot's size free on the member volume (the download plus the
+// restored data directory).
+const restoreSpaceFactor = 2
+
 // preflight returns a terminal reason and message when the RestoreJob must
 // be refused before anything is changed, or "" when it may proceed. It
-// checks the request and the Backup; clusterPreflight checks the live
-// cluster, which only means something once no other restore holds it.
+// checks the request, the Backup and its credentials; clusterPreflight
+// checks the live cluster, which only means something once no other restore
+// holds it. Both are pure.
 func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	b := o.backup
 	if o.optsErr != nil {
-		return backupsv1alpha1.ReasonMalformedOptions, o.optsErr.Error() + "."
+		return backupsv1alpha1.ReasonMalformedOptions, o.optsErr.Error()
 	}
 	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
 		return backupsv1alpha1.ReasonBackupNotReady, fmt.Sprintf(
-			"Backup %s/%s is in phase %q, not Ready; restore a Ready Backup.", b.Namespace, b.Name, b.Status.Phase)
+			"Backup %s/%s is in phase %q, not Ready; restore a Ready Backup", b.Namespace, b.Name, textlimit.Value(string(b.Status.Phase)))
 	}
 	if msg := unsupportedTarget(o.job, b); msg != "" {
 		return backupsv1alpha1.ReasonUnsupportedTarget, msg
 	}
 	if err := o.sourceErr; err != nil {
 		if errors.Is(err, artifact.ErrNoObjectKey) {
-			return backupsv1alpha1.ReasonNoObjectKey, err.Error() + "; the snapshot object cannot be located."
+			return backupsv1alpha1.ReasonNoObjectKey, textlimit.Value(err.Error()) + "; the snapshot object cannot be located"
 		}
-		return backupsv1alpha1.ReasonUnrecognisedArtifact, err.Error() + "."
+		return backupsv1alpha1.ReasonUnrecognisedArtifact, textlimit.Value(err.Error())
+	}
+	if !o.verdict.Verified && o.admission != "" {
+		return backupsv1alpha1.ReasonUnverifiedBackup, fmt.Sprintf(
+			"Backup %s/%s is not one this driver recorded (%s), and it cannot be restored here because %s; restore a Backup this driver took",
+			b.Namespace, b.Name, o.verdict.Reason, o.admission)
+	}
+	if o.verdict.Verified && o.verdict.Facts.Application != o.app {
+		return backupsv1alpha1.ReasonApplicationMismatch, fmt.Sprintf(
+			"Backup %s/%s was taken of application %q", b.Namespace, b.Name, textlimit.Value(o.verdict.Facts.Application))
+	}
+	// The scheme was checked when the destination was rendered; the
+	// address is checked here and again on every connection.
+	if o.endpointErr != nil {
+		return backupsv1alpha1.ReasonEndpointRefused, "the Backup's S3 endpoint is refused: " + o.endpointErr.Error()
+	}
+	if o.credsErr != nil {
+		return backupsv1alpha1.ReasonCredentialsUnavailable, o.credsErr.Error() +
+			"; the restore reads the snapshot with these credentials (and so does the etcd-operator)"
 	}
 	return "", ""
 }
 
-// clusterPreflight refuses a restore whose live cluster cannot be its model.
+// clusterPreflight refuses a restore whose live cluster cannot be its model,
+// cannot receive the snapshot, or would be destroyed with no copy.
 func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
+	c := o.clusterTyped
+	name := o.job.Namespace + "/" + clusterName
 	if o.cluster == nil {
 		return backupsv1alpha1.ReasonSourceClusterNotFound, fmt.Sprintf(
-			"EtcdCluster %s/%s does not exist, so there is no shape (version, size, TLS) to re-create it with; deploy the Etcd application %s first.",
-			o.job.Namespace, clusterName, o.app)
+			"EtcdCluster %s does not exist, so there is no shape (version, size, TLS) to re-create it with; deploy the Etcd application %s first",
+			name, o.app)
 	}
-	if o.opts.SafetySnapshot != nil && *o.opts.SafetySnapshot && !available(o) {
+	if owner, ok := o.cluster.GetLabels()[fluxNameLabel]; ok && owner != o.app {
+		return backupsv1alpha1.ReasonApplicationMismatch, fmt.Sprintf(
+			"EtcdCluster %s is managed by HelmRelease %q, not by application %q that the Backup is of", name, textlimit.Value(owner), o.app)
+	}
+	if c.Spec.Replicas != nil && *c.Spec.Replicas == 0 {
+		return backupsv1alpha1.ReasonClusterPaused, fmt.Sprintf(
+			"EtcdCluster %s has replicas: 0 (paused); the operator never bootstraps a paused cluster, so the restore could not finish. Scale it up first", name)
+	}
+	if c.Spec.Storage != nil && c.Spec.Storage.Medium == "Memory" {
+		return backupsv1alpha1.ReasonMemoryStorage, fmt.Sprintf(
+			"EtcdCluster %s keeps its data in memory (storage.medium: Memory); the operator refuses to restore into it", name)
+	}
+	if msg := storageShortfall(o, o.backupSize()); msg != "" {
+		return backupsv1alpha1.ReasonInsufficientStorage, msg
+	}
+	if msg := versionProblem(o); msg != "" {
+		return backupsv1alpha1.ReasonEtcdVersionTooOld, msg
+	}
+	if !available(o) && (o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot) {
 		return backupsv1alpha1.ReasonClusterNotAvailable, fmt.Sprintf(
-			"spec.options.safetySnapshot is true but EtcdCluster %s/%s is not Available, so no snapshot can be taken; set safetySnapshot to false to restore without one.",
-			o.job.Namespace, clusterName)
+			"EtcdCluster %s is not Available (%s), so no safety snapshot of it can be taken and a failed restore could not be undone; "+
+				"to restore without a copy of the current data, set spec.options.safetySnapshot: false", name, memberSummary(c))
 	}
 	return "", ""
+}
+
+// backupSize is the snapshot's recorded size, or 0 when not recorded.
+func (o *observation) backupSize() int64 {
+	if a := o.backup.Status.Artifact; a != nil {
+		return a.SizeBytes
+	}
+	return 0
+}
+
+// storageShortfall says why the member volume cannot hold a restore of a
+// snapshot of size bytes, or "" (also when either size is unknown).
+func storageShortfall(o *observation, size int64) string {
+	c := o.clusterTyped
+	if size <= 0 || c == nil || c.Spec.Storage == nil || c.Spec.Storage.Size == nil {
+		return ""
+	}
+	need := resource.NewQuantity(size*restoreSpaceFactor, resource.BinarySI)
+	if c.Spec.Storage.Size.Cmp(*need) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("the snapshot is %d bytes and the restore needs %d× that free on each member's volume, but EtcdCluster %s/%s has storage.size %s; grow storage.size to at least %s first",
+		size, restoreSpaceFactor, o.job.Namespace, clusterName, c.Spec.Storage.Size.String(), need.String())
+}
+
+// versionProblem refuses a snapshot taken from a newer etcd than the
+// target runs; unknown versions (peer Backups record none) pass.
+func versionProblem(o *observation) string {
+	recorded := o.verdict.Facts.EtcdVersion
+	if !o.verdict.Verified || recorded == "" || o.clusterTyped.Spec.Version == "" {
+		return ""
+	}
+	from, err1 := semver.NewVersion(recorded)
+	to, err2 := semver.NewVersion(o.clusterTyped.Spec.Version)
+	if err1 != nil || err2 != nil {
+		return fmt.Sprintf("cannot compare the snapshot's etcd version %q with the cluster's %q", textlimit.Value(recorded), textlimit.Value(o.clusterTyped.Spec.Version))
+	}
+	if from.GreaterThan(to) {
+		return fmt.Sprintf("the snapshot was taken from etcd %s but EtcdCluster %s/%s runs %s, which cannot read it; upgrade the cluster's version first",
+			from, o.job.Namespace, clusterName, to)
+	}
+	return ""
 }
 
 // unsupportedTarget explains why the job's target is not the Backup's own
@@ -56,8 +147,12 @@ func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 func unsupportedTarget(rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup) string {
 	app := backupsv1alpha1.NormalizeApplicationRef(b.Spec.ApplicationRef)
 	if app.Kind != appKind || *app.APIGroup != backupsv1alpha1.DefaultApplicationAPIGroup {
-		return fmt.Sprintf("Backup %s/%s is of application %s/%s; the Etcd driver restores only %s/%s applications.",
-			b.Namespace, b.Name, *app.APIGroup, app.Kind, backupsv1alpha1.DefaultApplicationAPIGroup, appKind)
+		return fmt.Sprintf("Backup %s/%s is of application %s/%s; the Etcd driver restores only %s/%s applications",
+			b.Namespace, b.Name, textlimit.Value(*app.APIGroup), textlimit.Value(app.Kind), backupsv1alpha1.DefaultApplicationAPIGroup, appKind)
+	}
+	if app.Name != applicationName {
+		return fmt.Sprintf("Backup %s/%s is of application %q, but the Etcd application that owns EtcdCluster %s is always named %q (the chart pins it)",
+			b.Namespace, b.Name, textlimit.Value(app.Name), clusterName, applicationName)
 	}
 	t := rj.Spec.TargetApplicationRef
 	if t == nil {
@@ -65,8 +160,8 @@ func unsupportedTarget(rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup
 	}
 	target := backupsv1alpha1.NormalizeApplicationRef(*t)
 	if target.Name != app.Name || target.Kind != app.Kind || *target.APIGroup != *app.APIGroup {
-		return fmt.Sprintf("spec.targetApplicationRef is %s/%s %s but the Backup is of %s/%s %s: the Etcd driver restores in place only (no to-copy restore); remove targetApplicationRef or point it at the Backup's application.",
-			*target.APIGroup, target.Kind, target.Name, *app.APIGroup, app.Kind, app.Name)
+		return fmt.Sprintf("spec.targetApplicationRef is %s/%s %s but the Backup is of %s/%s %s: the Etcd driver restores in place only (no to-copy restore); remove targetApplicationRef or point it at the Backup's application",
+			textlimit.Value(*target.APIGroup), textlimit.Value(target.Kind), textlimit.Value(target.Name), *app.APIGroup, app.Kind, app.Name)
 	}
 	return ""
 }

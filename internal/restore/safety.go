@@ -1,32 +1,28 @@
 package restore
 
 import (
-	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
-// safetyName names both the safety EtcdSnapshot and its Backup. At most 48
-// characters, so the operator's "<name>-snapshot" Job name fits in 63.
+// safetyName names both the safety EtcdSnapshot and its Backup: a DNS label
+// (the operator's Job and Pod names derive from it) of at most 48
+// characters, so "<name>-snapshot" fits in 63, unique per RestoreJob UID.
 func safetyName(rj *backupsv1alpha1.RestoreJob) string {
-	return childName(rj, "safety", 48)
+	return names.WithSuffix(48, rj.Name, "safety-"+names.Hash(string(rj.UID))[:8])
 }
 
 // decideSafety picks the next step before the capture: take, follow and
 // record a safety snapshot, or go straight to the capture.
 func decideSafety(o *observation) decision {
-	if o.backup == nil || o.sourceErr != nil {
-		return failure(o, backupsv1alpha1.ReasonBackupNotFound, fmt.Sprintf(
-			"Backup %s/%s disappeared or became unreadable before the cluster was captured", o.job.Namespace, o.job.Spec.BackupRef.Name))
+	if o.safetyConflict != "" {
+		return failure(o, backupsv1alpha1.ReasonSafetySnapshotFailed, o.safetyConflict+"; the safety snapshot cannot be taken under that name")
 	}
 	if s := o.snapshot; s != nil {
 		switch {
@@ -46,9 +42,13 @@ func decideSafety(o *observation) decision {
 		}
 	} else if len(o.inflight) > 0 {
 		return waitSnapshots(o)
-	} else if !skipSafety(o) {
+	} else if wantSafety(o) {
 		if o.cluster == nil {
 			return failure(o, backupsv1alpha1.ReasonSourceClusterNotFound, "EtcdCluster "+clusterName+" disappeared before it was captured")
+		}
+		if !available(o) {
+			return failure(o, backupsv1alpha1.ReasonClusterNotAvailable, "EtcdCluster "+clusterName+
+				" stopped being Available before its safety snapshot could be taken; set spec.options.safetySnapshot: false to restore without one")
 		}
 		return decision{state: stateCreateSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning,
 			message: "taking a safety snapshot of the live EtcdCluster"}
@@ -57,16 +57,16 @@ func decideSafety(o *observation) decision {
 		return failure(o, backupsv1alpha1.ReasonSourceClusterNotFound, "EtcdCluster "+clusterName+" disappeared before it was captured")
 	}
 	return decision{state: stateCapture, reason: backupsv1alpha1.ReasonSpecCaptured,
-		message: "capturing EtcdCluster " + clusterName + " into ConfigMap " + captureName(o.job)}
+		message: "capturing EtcdCluster " + clusterName + " into ConfigMap " + o.driverNS + "/" + captureName(o.job)}
 }
 
-// skipSafety: an explicit false, or no preference and a cluster that is not
-// Available (a snapshot of it would fail; the restore is likely the cure).
-func skipSafety(o *observation) bool {
-	if o.opts.SafetySnapshot != nil {
-		return !*o.opts.SafetySnapshot
-	}
-	return !available(o)
+// wantSafety: a safety snapshot is taken unless the job declines it.
+func wantSafety(o *observation) bool {
+	return o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot
+}
+
+func snapshotDone(s *etcdv1alpha2.EtcdSnapshot) bool {
+	return s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete || s.Status.Phase == etcdv1alpha2.SnapshotPhaseFailed
 }
 
 func snapshotFailure(s *etcdv1alpha2.EtcdSnapshot) string {
@@ -87,80 +87,40 @@ func ownedByBackup(s *etcdv1alpha2.EtcdSnapshot, b *backupsv1alpha1.Backup) bool
 	return false
 }
 
+// isOurSafetySnapshot: the snapshot at the safety name is the one this
+// RestoreJob creates (its label, its controller — the job, or the Backup it
+// was handed to — and the destination the job writes it to).
+func isOurSafetySnapshot(s *etcdv1alpha2.EtcdSnapshot, rj *backupsv1alpha1.RestoreJob, want *etcdv1alpha2.S3Destination) bool {
+	if s.Labels[backupsv1alpha1.RestoreJobUIDLabel] != string(rj.UID) {
+		return false
+	}
+	if ref := metav1.GetControllerOf(s); ref == nil || (ref.UID != rj.UID && ref.Kind != "Backup") {
+		return false
+	}
+	got := s.Spec.Destination.S3
+	return want == nil || got != nil && got.Bucket == want.Bucket && got.Endpoint == want.Endpoint &&
+		got.Key == want.Key && got.CredentialsSecretRef.Name == want.CredentialsSecretRef.Name
+}
+
+// safetyDestination is where the safety snapshot goes: next to the Backup
+// being restored (same bucket, endpoint, prefix and credentials), or nil
+// when the Backup is unreadable.
+func safetyDestination(o *observation) *etcdv1alpha2.S3Destination {
+	if o.backup == nil || o.sourceErr != nil {
+		return nil
+	}
+	src := o.source
+	return &etcdv1alpha2.S3Destination{
+		Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Prefix, Region: src.Region,
+		ForcePathStyle:       src.ForcePathStyle != nil && *src.ForcePathStyle,
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: src.SecretName},
+	}
+}
+
 func safetyLabels(rj *backupsv1alpha1.RestoreJob, app string) map[string]string {
 	return map[string]string{
-		backupsv1alpha1.SafetyBackupLabel:    rj.Name,
+		backupsv1alpha1.SafetyBackupLabel:    names.LabelValue(rj.Name),
 		backupsv1alpha1.RestoreJobUIDLabel:   string(rj.UID),
-		backupsv1alpha1.ApplicationNameLabel: app,
+		backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app),
 	}
-}
-
-// createSafetySnapshot snapshots the live cluster next to the Backup being
-// restored (same bucket, endpoint, prefix and credentials). The RestoreJob
-// owns it until its Backup exists.
-func (r *Reconciler) createSafetySnapshot(ctx context.Context, o *observation) error {
-	src := o.source
-	snap := &etcdv1alpha2.EtcdSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: safetyName(o.job), Labels: safetyLabels(o.job, o.app)},
-		Spec: etcdv1alpha2.EtcdSnapshotSpec{
-			ClusterRef: corev1LocalRef(clusterName),
-			Destination: etcdv1alpha2.SnapshotLocation{S3: &etcdv1alpha2.S3Destination{
-				Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Prefix, Region: src.Region,
-				ForcePathStyle:       src.ForcePathStyle != nil && *src.ForcePathStyle,
-				CredentialsSecretRef: corev1LocalRef(src.SecretName),
-			}},
-		},
-	}
-	if err := controllerutil.SetControllerReference(o.job, snap, r.Client.Scheme()); err != nil {
-		return fmt.Errorf("own safety EtcdSnapshot: %w", err)
-	}
-	if err := r.Client.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create safety EtcdSnapshot %s/%s: %w", snap.Namespace, snap.Name, err)
-	}
-	return nil
-}
-
-// recordSafetyBackup records the completed safety snapshot as a Backup of
-// the application, in the format every Etcd Backup has. Backup has no status
-// subresource, so status goes in the create.
-func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) error {
-	s := o.snapshot
-	// A safety net is never removed from S3 by deleting its Backup.
-	rec := artifact.FromSnapshot(s, nil, strategyv1alpha1.DeletionPolicyRetain)
-	status, err := rec.ReadyStatus(s.Status.Artifact)
-	if err != nil {
-		return err
-	}
-	b := &backupsv1alpha1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: s.Name, Labels: safetyLabels(o.job, o.app),
-			// Cleanup (of the snapshot object) is guaranteed from creation,
-			// as for every Backup the driver records.
-			Finalizers: []string{backupsv1alpha1.CleanupFinalizer}},
-		Spec: backupsv1alpha1.BackupSpec{
-			ApplicationRef: o.backup.Spec.ApplicationRef,
-			StrategyRef:    o.backup.Spec.StrategyRef,
-			TakenAt:        metav1.NewTime(o.now),
-			DriverMetadata: rec.DriverMetadata(),
-		},
-		Status: status,
-	}
-	if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create safety Backup %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	return nil
-}
-
-// handOverSnapshot makes the safety Backup the snapshot's owner instead of
-// the RestoreJob, so deleting the RestoreJob keeps it.
-func (r *Reconciler) handOverSnapshot(ctx context.Context, o *observation) error {
-	s := o.snapshot
-	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	s.OwnerReferences = nil
-	if err := controllerutil.SetControllerReference(o.safetyBackup, s, r.Client.Scheme()); err != nil {
-		return fmt.Errorf("own safety EtcdSnapshot by its Backup: %w", err)
-	}
-	if err := r.Client.Patch(ctx, s, patch); err != nil {
-		return fmt.Errorf("hand safety EtcdSnapshot %s/%s over to its Backup: %w", s.Namespace, s.Name, err)
-	}
-	return nil
 }

@@ -2,10 +2,12 @@ package restore
 
 import (
 	"context"
+	"fmt"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,13 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+)
+
+// Field indexes on RestoreJobs, to map an event to the jobs it concerns.
+const (
+	indexBackupRef = "spec.backupRef.name"
+	indexUID       = "metadata.uid"
 )
 
 // MemberPVCLabels selects the member PVCs of the cluster a restore replaces;
@@ -24,54 +33,131 @@ func MemberPVCLabels() map[string]string {
 	return map[string]string{instanceLabel: clusterName}
 }
 
+// CaptureLabels select the capture ConfigMaps (in the driver's namespace);
+// the manager restricts its ConfigMap cache to them.
+func CaptureLabels() labels.Set {
+	return labels.Set{claim.ComponentLabel: captureComponent}
+}
+
+// ClusterName is the one EtcdCluster (and HelmRelease) name the driver
+// reads; the manager restricts those caches to it, as RBAC restricts access.
+const ClusterName = clusterName
+
 // SetupWithManager wires the watches: everything a restore waits for wakes
-// the RestoreJobs of that namespace; nothing is polled.
+// the RestoreJobs it concerns; nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
-	byNamespace := handler.EnqueueRequestsFromMapFunc(r.jobsInNamespace(mgr.GetClient()))
+	idx := mgr.GetFieldIndexer()
+	ctx := context.Background()
+	if err := idx.IndexField(ctx, &backupsv1alpha1.RestoreJob{}, indexBackupRef, func(o client.Object) []string {
+		return []string{o.(*backupsv1alpha1.RestoreJob).Spec.BackupRef.Name}
+	}); err != nil {
+		return fmt.Errorf("index RestoreJobs by Backup: %w", err)
+	}
+	if err := idx.IndexField(ctx, &backupsv1alpha1.RestoreJob{}, indexUID, func(o client.Object) []string {
+		return []string{string(o.GetUID())}
+	}); err != nil {
+		return fmt.Errorf("index RestoreJobs by UID: %w", err)
+	}
+	c := mgr.GetClient()
+	inNamespace := handler.EnqueueRequestsFromMapFunc(r.activeJobs(c, nil))
 	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("etcd-restore").
 		WithOptions(opts).
 		For(&backupsv1alpha1.RestoreJob{}).
-		Watches(&backupsv1alpha1.Backup{}, byNamespace).
-		Watches(&coordinationv1.Lease{}, byNamespace).
-		Watches(&etcdv1alpha2.EtcdSnapshot{}, byNamespace).
-		Watches(&etcdv1alpha2.EtcdCluster{}, byNamespace, builder.WithPredicates(clusterOnly)).
-		Watches(&corev1.PersistentVolumeClaim{}, byNamespace).
-		Watches(&helmv2.HelmRelease{}, byNamespace).
+		Watches(&backupsv1alpha1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfBackup(c))).
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClaim(c))).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.jobOfCapture(c))).
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSnapshot(c))).
+		Watches(&etcdv1alpha2.EtcdCluster{}, inNamespace, builder.WithPredicates(clusterOnly)).
+		Watches(&corev1.PersistentVolumeClaim{}, inNamespace).
+		Watches(&helmv2.HelmRelease{}, inNamespace, builder.WithPredicates(clusterOnly)).
 		Complete(r)
 }
 
-// jobsInNamespace maps an object to the RestoreJobs of its namespace that may
-// still act or report: unfinished ones and those still holding a finalizer
-// or waiting to report on their HelmRelease.
-func (r *Reconciler) jobsInNamespace(c client.Reader) handler.MapFunc {
+// jobsOfBackup: the jobs restoring a Backup, and the job a safety Backup
+// belongs to.
+func (r *Reconciler) jobsOfBackup(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
-		var jobs backupsv1alpha1.RestoreJobList
-		if err := c.List(ctx, &jobs, client.InNamespace(obj.GetNamespace())); err != nil {
-			return nil
+		reqs := r.activeJobs(c, client.MatchingFields{indexBackupRef: obj.GetName()})(ctx, obj)
+		if uid := obj.GetLabels()[backupsv1alpha1.RestoreJobUIDLabel]; uid != "" {
+			reqs = append(reqs, r.activeJobs(c, client.MatchingFields{indexUID: uid})(ctx, obj)...)
 		}
-		var out []reconcile.Request
-		for _, j := range jobs.Items {
-			if j.Status.Phase.IsTerminal() && len(j.Finalizers) == 0 && reportedHelmRelease(&j) {
-				continue
-			}
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&j)})
-		}
-		return out
+		return reqs
 	}
 }
 
-func reportedHelmRelease(j *backupsv1alpha1.RestoreJob) bool {
+// jobsOfSnapshot: a safety snapshot wakes its job; any other snapshot of
+// the cluster wakes the namespace's jobs, which do not touch the cluster
+// while one runs.
+func (r *Reconciler) jobsOfSnapshot(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		if uid := obj.GetLabels()[backupsv1alpha1.RestoreJobUIDLabel]; uid != "" {
+			return r.activeJobs(c, client.MatchingFields{indexUID: uid})(ctx, obj)
+		}
+		return r.activeJobs(c, nil)(ctx, obj)
+	}
+}
+
+// jobsOfClaim: a claim (in the driver's namespace) wakes the jobs of the
+// namespace whose cluster it claims: its holder and those queued behind it.
+func (r *Reconciler) jobsOfClaim(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		ns, ok := obj.GetLabels()[claim.TargetNamespaceLabel]
+		if !ok || obj.GetNamespace() != r.Namespace {
+			return nil
+		}
+		return r.activeJobsIn(ctx, c, ns, nil)
+	}
+}
+
+// jobOfCapture: a capture wakes its job.
+func (r *Reconciler) jobOfCapture(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		ns, uid := obj.GetLabels()[backupsv1alpha1.CaptureForLabel], obj.GetLabels()[backupsv1alpha1.RestoreJobUIDLabel]
+		if ns == "" || uid == "" || obj.GetNamespace() != r.Namespace {
+			return nil
+		}
+		return r.activeJobsIn(ctx, c, ns, client.MatchingFields{indexUID: uid})
+	}
+}
+
+// activeJobs maps an object to the RestoreJobs of its namespace that match
+// sel (all when nil) and may still act or report.
+func (r *Reconciler) activeJobs(c client.Reader, sel client.ListOption) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		return r.activeJobsIn(ctx, c, obj.GetNamespace(), sel)
+	}
+}
+
+func (r *Reconciler) activeJobsIn(ctx context.Context, c client.Reader, ns string, sel client.ListOption) []reconcile.Request {
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if sel != nil {
+		opts = append(opts, sel)
+	}
+	var jobs backupsv1alpha1.RestoreJobList
+	if err := c.List(ctx, &jobs, opts...); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "list RestoreJobs to wake", "namespace", ns)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if j.Status.Phase.IsTerminal() && len(j.Finalizers) == 0 && !followsHelmRelease(j) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(j)})
+	}
+	return out
+}
+
+// followsHelmRelease: a finished job still reports on its resumed
+// HelmRelease.
+func followsHelmRelease(j *backupsv1alpha1.RestoreJob) bool {
 	for _, c := range j.Status.Conditions {
 		if c.Type == backupsv1alpha1.RestoreConditionHelmReleaseReconciled {
-			switch backupsv1alpha1.RestoreReason(c.Reason) {
-			case backupsv1alpha1.ReasonHelmReleaseReady, backupsv1alpha1.ReasonHelmReleaseLeftSuspended,
-				backupsv1alpha1.ReasonHelmReleaseNotFound:
-				return true
-			}
-			return false
+			return c.Reason == string(backupsv1alpha1.ReasonHelmReleaseReconciling)
 		}
 	}
-	return j.Status.Phase == backupsv1alpha1.RestoreJobPhaseFailed
+	return false
 }

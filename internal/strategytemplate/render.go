@@ -7,11 +7,16 @@
 package strategytemplate
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"text/template"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
+	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 )
 
 // Context is what a template sees.
@@ -70,15 +75,17 @@ func renderString(text string, data map[string]any) (string, error) {
 	if !strings.Contains(text, "{{") {
 		return text, nil
 	}
+	if len(text) > MaxTemplateBytes {
+		return "", fmt.Errorf("template is %d bytes, more than %d", len(text), MaxTemplateBytes)
+	}
 	t, err := template.New("field").Option("missingkey=error").Funcs(funcs).Parse(text)
 	if err != nil {
 		return "", fmt.Errorf("template does not parse: %w", err)
 	}
-	var b strings.Builder
-	if err := t.Execute(&b, data); err != nil {
-		return "", fmt.Errorf("template failed: %w", err)
+	if err := checkShape(t); err != nil {
+		return "", err
 	}
-	return b.String(), nil
+	return execute(t, data)
 }
 
 func nonNil(m map[string]string) map[string]string {
@@ -86,4 +93,35 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// ErrInvalid marks a rendered destination that failed Validate, as opposed
+// to a template that did not render.
+var ErrInvalid = errors.New("invalid destination")
+
+// RenderFor renders strategy's destination for application (an object the
+// API server stored, typed or not) with the class parameters, and validates
+// it. Errors wrap ErrInvalid when the template rendered but its result is
+// not a usable destination.
+func RenderFor(strategy *strategyv1alpha1.Etcd, application map[string]any, params map[string]string, policy endpointpolicy.Policy) (strategyv1alpha1.EtcdS3Template, error) {
+	dest, err := Render(strategy.Spec.Template, Context{Application: application, Parameters: params})
+	if err != nil {
+		return dest, fmt.Errorf("Etcd strategy %q did not render: %w", strategy.Name, err)
+	}
+	if err := Validate(dest, Options{Policy: policy, AllowHTTP: strategy.Spec.AllowHTTPEndpoint}); err != nil {
+		return dest, fmt.Errorf("%w: Etcd strategy %q rendered an invalid destination: %w", ErrInvalid, strategy.Name, err)
+	}
+	return dest, nil
+}
+
+// ApplicationObject is the application as templates see it: the stored
+// object as a map, with apiVersion and kind set (objects read from a cache
+// may lack them).
+func ApplicationObject(app *appsv1alpha1.Etcd) (map[string]any, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(app)
+	if err != nil {
+		return nil, fmt.Errorf("convert application %s/%s: %w", app.Namespace, app.Name, err)
+	}
+	obj["apiVersion"], obj["kind"] = appsv1alpha1.GroupVersion.String(), appsv1alpha1.EtcdKind
+	return obj, nil
 }

@@ -80,7 +80,7 @@ func TestRenderErrorsNameTheField(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	if err := Validate(valid()); err != nil {
+	if err := Validate(valid(), Options{}); err != nil {
 		t.Fatalf("valid destination rejected: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -100,6 +100,10 @@ func TestValidate(t *testing.T) {
 		"key leading slash":  {func(s *strategyv1alpha1.EtcdS3Template) { s.Key = "/tenants/" }, "key"},
 		"key dotdot":         {func(s *strategyv1alpha1.EtcdS3Template) { s.Key = "tenants/../other/" }, "key"},
 		"key control char":   {func(s *strategyv1alpha1.EtcdS3Template) { s.Key = "a\nb" }, "key"},
+		"key too long":       {func(s *strategyv1alpha1.EtcdS3Template) { s.Key = strings.Repeat("k/", 500) }, "key"},
+		"endpoint http":      {func(s *strategyv1alpha1.EtcdS3Template) { s.Endpoint = "http://s3.example.com" }, "endpoint"},
+		"endpoint loopback":  {func(s *strategyv1alpha1.EtcdS3Template) { s.Endpoint = "https://127.0.0.1:9000" }, "endpoint"},
+		"endpoint metadata":  {func(s *strategyv1alpha1.EtcdS3Template) { s.Endpoint = "https://169.254.169.254" }, "endpoint"},
 		"region spaces":      {func(s *strategyv1alpha1.EtcdS3Template) { s.Region = "us east" }, "region"},
 		"secret upper":       {func(s *strategyv1alpha1.EtcdS3Template) { s.CredentialsSecretRef.Name = "Creds" }, "credentialsSecretRef.name"},
 		"secret empty":       {func(s *strategyv1alpha1.EtcdS3Template) { s.CredentialsSecretRef.Name = "" }, "credentialsSecretRef.name"},
@@ -107,7 +111,7 @@ func TestValidate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s3 := valid()
 			tc.mutate(&s3)
-			err := Validate(s3)
+			err := Validate(s3, Options{})
 			if err == nil || !strings.Contains(err.Error(), "spec.template.destination.s3."+tc.field+":") {
 				t.Fatalf("err = %v, want an error on %s", err, tc.field)
 			}
@@ -115,5 +119,40 @@ func TestValidate(t *testing.T) {
 				t.Fatal("endpoint credentials leaked into the error")
 			}
 		})
+	}
+}
+
+// Templates range over tenant-controlled metadata: recursion, deep loops,
+// runaway output and oversized keys are refused with a field error.
+func TestRenderIsBounded(t *testing.T) {
+	labels := map[string]any{}
+	for i := range 200 {
+		labels[strings.Repeat("l", 10)+string(rune('a'+i%26))+strings.Repeat("x", i)] = strings.Repeat("v", 60)
+	}
+	big := map[string]any{"metadata": map[string]any{"namespace": "t", "name": "etcd", "labels": labels}}
+	for name, tc := range map[string]struct {
+		key  string
+		text string
+	}{
+		"define":       {`{{ define "x" }}a{{ end }}p/`, "sub-templates"},
+		"recursion":    {`{{ template "field" . }}`, "another template"},
+		"deep ranges":  {`{{ range .Application.metadata.labels }}{{ range $.Application.metadata.labels }}{{ range $.Application.metadata.labels }}x{{ end }}{{ end }}{{ end }}`, "nests more than"},
+		"output":       {`{{ range .Application.metadata.labels }}{{ . }}{{ end }}`, "renders to more than"},
+		"huge literal": {strings.Repeat("a", MaxTemplateBytes) + "{{ .Parameters }}", "more than"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s3 := valid()
+			s3.Key = tc.key
+			_, err := Render(tmpl(s3), Context{Application: big})
+			if err == nil || !strings.Contains(err.Error(), tc.text) || !strings.Contains(err.Error(), "spec.template.destination.s3.key") {
+				t.Fatalf("err = %v, want %q on the key field", err, tc.text)
+			}
+		})
+	}
+	// Two nested loops over bounded data are allowed.
+	s3 := valid()
+	s3.Key = `{{ range $k, $v := .Application.metadata.labels }}{{ if eq $k "none" }}{{ range $.Application.metadata.labels }}{{ end }}{{ end }}{{ end }}p/`
+	if got, err := Render(tmpl(s3), Context{Application: big}); err != nil || got.Key != "p/" {
+		t.Fatalf("Render = %q, %v", got.Key, err)
 	}
 }

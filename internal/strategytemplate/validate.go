@@ -4,14 +4,30 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 )
+
+// MaxObjectKey is S3's limit on an object key. The operator writes
+// <prefix><snapshot>.db with a snapshot name of at most 63 characters, so a
+// prefix may use what is left.
+const (
+	MaxObjectKey = 1024
+	MaxKeyPrefix = MaxObjectKey - 63 - len(".db")
+)
+
+// Options are the checks a rendered destination must pass besides its shape.
+type Options struct {
+	// Policy decides which endpoints may be named.
+	Policy endpointpolicy.Policy
+	// AllowHTTP is the strategy's opt-in to a plain-http endpoint.
+	AllowHTTP bool
+}
 
 var (
 	bucketName = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
@@ -19,7 +35,7 @@ var (
 )
 
 // Validate checks a rendered destination before anything is created from it.
-func Validate(d strategyv1alpha1.EtcdS3Template) error {
+func Validate(d strategyv1alpha1.EtcdS3Template, o Options) error {
 	var errs []error
 	add := func(field string, err error) {
 		if err != nil {
@@ -27,7 +43,7 @@ func Validate(d strategyv1alpha1.EtcdS3Template) error {
 		}
 	}
 	add("bucket", validateBucket(d.Bucket))
-	add("endpoint", validateEndpoint(d.Endpoint))
+	add("endpoint", o.Policy.CheckURL(d.Endpoint, o.AllowHTTP))
 	add("key", validateKey(d.Key))
 	if d.Region != "" && !regionName.MatchString(d.Region) {
 		add("region", fmt.Errorf("%q is not a region name (lowercase letters, digits and '-')", d.Region))
@@ -50,27 +66,12 @@ func validateBucket(b string) error {
 	return nil
 }
 
-func validateEndpoint(e string) error {
-	u, err := url.Parse(e)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", e, err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("%q must start with http:// or https://", e)
-	case u.Host == "":
-		return fmt.Errorf("%q has no host", e)
-	case u.User != nil:
-		return fmt.Errorf("endpoint must not carry credentials; put them in the credentials Secret")
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("%q must not have a query or fragment", e)
-	}
-	return nil
-}
-
 func validateKey(k string) error {
 	if k == "" {
 		return nil
+	}
+	if len(k) > MaxKeyPrefix {
+		return fmt.Errorf("is %d bytes; a key prefix may have at most %d, so that <prefix><snapshot>.db fits S3's %d-byte key limit", len(k), MaxKeyPrefix, MaxObjectKey)
 	}
 	if strings.HasPrefix(k, "/") {
 		return fmt.Errorf("%q must not start with '/'", k)

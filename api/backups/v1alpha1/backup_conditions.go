@@ -1,5 +1,22 @@
 package v1alpha1
 
+// BackupConditionVerified says whether the Etcd driver can verify the
+// Backup's provenance (that it recorded exactly what the Backup says). It is
+// for people and tools: the driver itself verifies the signature every time
+// it acts on a Backup and never trusts this condition.
+const BackupConditionVerified = "Verified"
+
+// Reasons of the Verified condition.
+const (
+	// BackupReasonProvenanceVerified: the driver's signature matches.
+	BackupReasonProvenanceVerified = "ProvenanceVerified"
+	// BackupReasonUnverified: no signature, or one that does not match; the
+	// message says which. Deleting the Backup keeps its S3 object, a
+	// restore from it must match the namespace's strategy, and retention
+	// ignores it.
+	BackupReasonUnverified = "Unverified"
+)
+
 // BackupConditionCleanup is the condition type a driver sets on a Backup
 // being deleted while its cleanup (removing the snapshot object) cannot
 // finish; it is False and its reason says why.
@@ -22,4 +39,8 @@ const (
 	BackupReasonInUseByRestore = "InUseByRestore"
 	// BackupReasonSnapshotDeleteFailed: deleting the EtcdSnapshot failed.
 	BackupReasonSnapshotDeleteFailed = "SnapshotDeleteFailed"
+	// BackupReasonObjectKeptUnverified: the Backup is not verified, so its
+	// deletion kept the S3 object it names (whoever wrote the Backup may
+	// have pointed it at data that is not theirs).
+	BackupReasonObjectKeptUnverified = "ObjectKeptUnverified"
 )

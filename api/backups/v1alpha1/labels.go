@@ -17,9 +17,16 @@ const (
 	// destroyed anything; its value is the RestoreJob name.
 	SafetyBackupLabel = "backups.cozystack.io/safety-for-restore"
 
-	// CleanupFinalizer is the finalizer the backups API puts on Backups and
-	// RestoreJobs whose teardown needs work.
+	// CleanupFinalizer is the finalizer the Cozystack core shares between
+	// drivers on Backups and RestoreJobs; its own Backup controller adds and
+	// removes it on every Backup, so the Etcd driver never relies on it
+	// (see BackupCleanupFinalizer). The driver only removes it from Etcd
+	// Backups it has cleaned up (earlier releases added it).
 	CleanupFinalizer = "backups.cozystack.io/cleanup"
+	// BackupCleanupFinalizer is the Etcd driver's own finalizer on Etcd
+	// Backups: deleting one waits until the driver has removed its
+	// EtcdSnapshot and, by the recorded policy, its S3 object.
+	BackupCleanupFinalizer = "strategy.backups.cozystack.io/etcd-backup-cleanup"
 )
 
 // Condition types written on BackupJobs and RestoreJobs.

@@ -24,6 +24,20 @@ const (
 	// RestoreConditionHelmReleaseReconciled reports, after the restore,
 	// whether the application's HelmRelease reconciled Ready again.
 	RestoreConditionHelmReleaseReconciled = "HelmReleaseReconciled"
+	// RestoreConditionArtifactVerified is True once the Backup's S3 object
+	// was checked (existence, size, and with verify: Full its sha256 and
+	// etcd's integrity trailer) with the recorded credentials, before
+	// anything was destroyed; False (terminal) when the check refused it.
+	RestoreConditionArtifactVerified = "ArtifactVerified"
+	// RestoreConditionRollback is True while (and after) a failed restore
+	// re-creates the cluster from the safety Backup; its message says why
+	// the restore failed.
+	RestoreConditionRollback = "RolledBack"
+	// RestoreConditionOutcome records the decided result (True: success,
+	// False: failure) while the driver hands the application back; the
+	// terminal phase is written only once the HelmRelease is back in its
+	// prior state and the claim is released.
+	RestoreConditionOutcome = "Outcome"
 )
 
 // RestoreReason is a typed condition and Event reason of the restore path.
@@ -47,6 +61,11 @@ const (
 	ReasonClusterPurged            RestoreReason = "ClusterPurged"
 	ReasonClusterRecreated         RestoreReason = "ClusterRecreated"
 	ReasonEtcdClusterBootstrapping RestoreReason = "EtcdClusterBootstrapping"
+	ReasonVerifyingArtifact        RestoreReason = "VerifyingArtifact"
+	ReasonArtifactVerified         RestoreReason = "ArtifactVerified"
+	ReasonRollingBack              RestoreReason = "RollingBack"
+	ReasonHandingBack              RestoreReason = "HandingBack"
+	ReasonClaimBroken              RestoreReason = "StaleClaimBroken"
 )
 
 // Reasons of a finished restore.
@@ -61,7 +80,43 @@ const (
 	ReasonNoObjectKey           RestoreReason = "NoObjectKey"
 	ReasonSourceClusterNotFound RestoreReason = "SourceClusterNotFound"
 	ReasonSafetySnapshotFailed  RestoreReason = "SafetySnapshotFailed"
-	ReasonClusterNotAvailable   RestoreReason = "ClusterNotAvailable"
+	// ReasonClusterNotAvailable: no safety snapshot can be taken of a
+	// cluster that is not Available, and none was declined explicitly.
+	ReasonClusterNotAvailable RestoreReason = "ClusterNotAvailable"
+	// ReasonUnverifiedBackup: the Backup is not one this driver signed, and
+	// its location is not where this namespace's strategy writes.
+	ReasonUnverifiedBackup RestoreReason = "UnverifiedBackup"
+	// ReasonApplicationMismatch: the Backup's application is not the
+	// application that owns the target cluster.
+	ReasonApplicationMismatch RestoreReason = "ApplicationMismatch"
+	// ReasonEndpointRefused: the endpoint breaks the endpoint policy.
+	ReasonEndpointRefused RestoreReason = "EndpointRefused"
+	// ReasonCredentialsUnavailable: the credentials Secret is missing or
+	// lacks AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+	ReasonCredentialsUnavailable RestoreReason = "CredentialsUnavailable"
+	// ReasonArtifactMissing: the S3 object does not exist (or S3 refused
+	// the recorded credentials).
+	ReasonArtifactMissing RestoreReason = "ArtifactMissing"
+	// ReasonArtifactSizeMismatch: the object's size is not the recorded one.
+	ReasonArtifactSizeMismatch RestoreReason = "ArtifactSizeMismatch"
+	// ReasonArtifactChecksumMismatch: the object's sha256 is not the
+	// recorded checksum.
+	ReasonArtifactChecksumMismatch RestoreReason = "ArtifactChecksumMismatch"
+	// ReasonArtifactCorrupt: the object is not an intact etcd snapshot (its
+	// integrity trailer does not match its content).
+	ReasonArtifactCorrupt RestoreReason = "ArtifactCorrupt"
+	// ReasonInsufficientStorage: the member volume cannot hold the restore
+	// (the restore agent needs twice the snapshot's size).
+	ReasonInsufficientStorage RestoreReason = "InsufficientStorage"
+	// ReasonEtcdVersionTooOld: the snapshot was taken from a newer etcd
+	// than the target cluster runs.
+	ReasonEtcdVersionTooOld RestoreReason = "EtcdVersionTooOld"
+	// ReasonClusterPaused: the target has replicas: 0, so the operator
+	// would never bootstrap it.
+	ReasonClusterPaused RestoreReason = "ClusterPaused"
+	// ReasonMemoryStorage: the target keeps its data in memory, which the
+	// operator cannot restore into.
+	ReasonMemoryStorage RestoreReason = "MemoryStorage"
 
 	// Failures once the restore held the application.
 	ReasonDeadlineExceeded  RestoreReason = "DeadlineExceeded"
@@ -70,6 +125,15 @@ const (
 	ReasonCaptureUnreadable RestoreReason = "CaptureUnreadable"
 	ReasonClaimLost         RestoreReason = "ClaimLost"
 	ReasonRestoreJobDeleted RestoreReason = "RestoreJobDeleted"
+	// ReasonBootstrapFailed: the operator gave up bootstrapping the
+	// re-created cluster.
+	ReasonBootstrapFailed RestoreReason = "BootstrapFailed"
+	// ReasonRolledBack: the restore failed after the purge and the cluster
+	// was re-created from the safety Backup; the message says why.
+	ReasonRolledBack RestoreReason = "RolledBack"
+	// ReasonRollbackFailed: the restore failed after the purge and so did
+	// the re-creation from the safety Backup.
+	ReasonRollbackFailed RestoreReason = "RollbackFailed"
 )
 
 // Reasons of the HelmReleaseReconciled condition.
@@ -101,4 +165,7 @@ const (
 	RestoredByAnnotation = "backups.cozystack.io/restored-by"
 	// RestoredFromAnnotation names the Backup an EtcdCluster was restored from.
 	RestoredFromAnnotation = "backups.cozystack.io/restored-from"
+	// CaptureForLabel marks capture ConfigMaps (in the driver's namespace)
+	// with the namespace of the RestoreJob they belong to.
+	CaptureForLabel = "backups.cozystack.io/restore-namespace"
 )

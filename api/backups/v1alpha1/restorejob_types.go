@@ -30,7 +30,12 @@ type RestoreJobSpec struct {
 	// +optional
 	TargetApplicationRef *TypedLocalObjectReference `json:"targetApplicationRef,omitempty"`
 	// Options are driver-specific. The Etcd driver reads
-	// restoreTimeoutSeconds (int) and safetySnapshot (bool).
+	// restoreTimeoutSeconds (int, at most 86400), safetySnapshot (bool),
+	// verify ("Full", the default: download and check the snapshot's
+	// sha256 and etcd integrity trailer; "Size": only check that it exists
+	// with the recorded size) and rollback (bool, default true: re-create
+	// the cluster from the safety Backup when the restore fails after the
+	// old cluster was deleted).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -71,7 +76,9 @@ type RestoreJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the request.
+	// Spec is the request. It is immutable: a restore in flight acts on
+	// what it was asked when it started.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; delete the RestoreJob and create a new one"
 	Spec RestoreJobSpec `json:"spec,omitempty"`
 	// Status is the driver's report.
 	Status RestoreJobStatus `json:"status,omitempty"`

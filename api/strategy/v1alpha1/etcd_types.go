@@ -73,6 +73,11 @@ type EtcdSpec struct {
 	// +optional
 	// +kubebuilder:default=Retain
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	// AllowHTTPEndpoint lets the rendered endpoint use plain http://. The
+	// default is https only: over http the snapshot and the requests signed
+	// with the tenant's S3 keys cross the network unencrypted.
+	// +optional
+	AllowHTTPEndpoint bool `json:"allowHTTPEndpoint,omitempty"`
 }
 
 // EtcdStatus is the observed state of the strategy.

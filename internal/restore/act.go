@@ -1,0 +1,296 @@
+package restore
+
+import (
+	"context"
+	"fmt"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+)
+
+// Every API write of a restore is in this file: report writes the status a
+// decision implies, act takes the decision's one step. Each write is
+// idempotent or guarded (UID preconditions, optimistic locks, create that
+// tolerates AlreadyExists), so repeating it after a crash is harmless.
+
+// report writes the status for d and, on a transition, an Event and metrics.
+func (r *Reconciler) report(ctx context.Context, o *observation, d decision) error {
+	prevReason := readyReason(o.job)
+	want := desiredStatus(o, d)
+	if equality.Semantic.DeepEqual(want, o.job.Status) {
+		return nil
+	}
+	before := o.job.DeepCopy()
+	o.job.Status = want
+	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("write status of RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
+	}
+	switch {
+	case d.state == stateConclude:
+		r.event(o, d.reason, d.message, !d.success)
+	case d.state == stateFinish:
+		recordFinish(o.job)
+		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)
+	case d.reason != "" && readyReason(o.job) != prevReason:
+		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message, false)
+	}
+	return nil
+}
+
+// act takes the one step of d.
+func (r *Reconciler) act(ctx context.Context, o *observation, d decision) error {
+	switch d.state {
+	case stateAddFinalizer:
+		return r.patchFinalizer(ctx, o.job, true)
+	case stateRemoveFinalizer:
+		return r.patchFinalizer(ctx, o.job, false)
+	case stateAcquireClaim:
+		if o.holder == nil {
+			_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
+			return err
+		}
+		return nil
+	case stateBreakStaleClaim:
+		r.event(o, backupsv1alpha1.ReasonClaimBroken, d.message, true)
+		return r.Claims.Release(ctx, o.target, o.holder)
+	case stateReleaseClaim:
+		return r.Claims.Release(ctx, o.target, o.holder)
+	case stateVerifyArtifact:
+		return r.verify(ctx, o)
+	case stateCreateSafetySnapshot:
+		return r.createSafetySnapshot(ctx, o)
+	case stateRecordSafetyBackup:
+		return r.recordSafetyBackup(ctx, o)
+	case stateHandOverSnapshot:
+		return r.handOverSnapshot(ctx, o)
+	case stateCapture:
+		return r.captureCluster(ctx, o)
+	case stateSuspendHelmRelease:
+		return r.setSuspend(ctx, o.hr, true)
+	case stateRestoreHelmRelease:
+		return r.setSuspend(ctx, o.hr, false)
+	case stateDeleteCluster:
+		return r.deleteCluster(ctx, o)
+	case stateRecreate:
+		return r.recreateCluster(ctx, o, d)
+	case stateDeleteCapture:
+		return r.deleteCapture(ctx, o)
+	case stateConclude, stateStartRollback, stateFinish, stateReportHelmRelease:
+		// The status write in report was the step.
+		return nil
+	}
+	return fmt.Errorf("no step for state %s", d.state)
+}
+
+func (r *Reconciler) patchFinalizer(ctx context.Context, job *backupsv1alpha1.RestoreJob, add bool) error {
+	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if add {
+		controllerutil.AddFinalizer(job, backupsv1alpha1.RestoreFinalizer)
+	} else {
+		controllerutil.RemoveFinalizer(job, backupsv1alpha1.RestoreFinalizer)
+	}
+	if err := r.Client.Patch(ctx, job, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update finalizer of RestoreJob %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	return nil
+}
+
+// verify looks at the snapshot and records what it found, tied to exactly
+// what was checked.
+func (r *Reconciler) verify(ctx context.Context, o *observation) error {
+	v, err := r.verifyArtifact(ctx, o)
+	if err != nil {
+		return err
+	}
+	cond := metav1.Condition{Type: backupsv1alpha1.RestoreConditionArtifactVerified, Status: metav1.ConditionTrue,
+		Reason: string(backupsv1alpha1.ReasonArtifactVerified)}
+	if !v.ok {
+		cond.Status, cond.Reason = metav1.ConditionFalse, string(v.reason)
+	}
+	cond.Message = textlimit.Message(v.message) + " [" + fingerprint(o) + "]"
+	before := o.job.DeepCopy()
+	setConditionRaw(&o.job.Status, cond)
+	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("record the artifact check on RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
+	}
+	return nil
+}
+
+// createSafetySnapshot snapshots the live cluster next to the Backup being
+// restored. The RestoreJob owns it until its Backup exists.
+func (r *Reconciler) createSafetySnapshot(ctx context.Context, o *observation) error {
+	snap := &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: safetyName(o.job), Labels: safetyLabels(o.job, o.app)},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{
+			ClusterRef:  corev1.LocalObjectReference{Name: clusterName},
+			Destination: etcdv1alpha2.SnapshotLocation{S3: safetyDestination(o)},
+		},
+	}
+	if err := controllerutil.SetControllerReference(o.job, snap, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own safety EtcdSnapshot: %w", err)
+	}
+	if err := r.Client.Create(ctx, snap); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create safety EtcdSnapshot %s/%s: %w", snap.Namespace, snap.Name, err)
+	}
+	return nil
+}
+
+// recordSafetyBackup records the completed safety snapshot as a signed
+// Backup of the application, in the format every Etcd Backup has.
+func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) error {
+	s := o.snapshot
+	// A safety net is never removed from S3 by deleting its Backup.
+	rec := artifact.FromSnapshot(s, nil, strategyv1alpha1.DeletionPolicyRetain)
+	if o.clusterTyped != nil {
+		rec.EtcdVersion = o.clusterTyped.Spec.Version
+	}
+	group := strategyv1alpha1.GroupVersion.Group
+	strategyRef := backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "unknown"}
+	if o.backup != nil {
+		strategyRef = o.backup.Spec.StrategyRef
+	}
+	b, err := artifact.NewBackup(artifact.BackupMeta{
+		Namespace: o.job.Namespace, Name: s.Name, Labels: safetyLabels(o.job, o.app),
+		Application: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptrTo(backupsv1alpha1.DefaultApplicationAPIGroup), Kind: appKind, Name: o.app},
+		Strategy:    strategyRef, TakenAt: metav1.NewTime(o.now),
+	}, rec, s.Status.Artifact)
+	if err != nil {
+		return err
+	}
+	if err := provenance.Seal(ctx, r.Keys, b); err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create safety Backup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// handOverSnapshot makes the safety Backup the snapshot's owner instead of
+// the RestoreJob, so deleting the RestoreJob keeps it.
+func (r *Reconciler) handOverSnapshot(ctx context.Context, o *observation) error {
+	s := o.snapshot
+	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	s.OwnerReferences = nil
+	if err := controllerutil.SetControllerReference(o.safetyBackup, s, r.Client.Scheme()); err != nil {
+		return fmt.Errorf("own safety EtcdSnapshot by its Backup: %w", err)
+	}
+	if err := r.Client.Patch(ctx, s, patch); err != nil {
+		return fmt.Errorf("hand safety EtcdSnapshot %s/%s over to its Backup: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// captureCluster saves the live cluster, the HelmRelease's state and the
+// sources of the re-create (and of a rollback) in the driver's namespace.
+// An existing capture of this job is never overwritten: after the purge the
+// live cluster is no longer the one to keep.
+func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
+	var rollback *restoreSource
+	if o.safetyBackup != nil {
+		if src, err := artifact.Resolve(o.safetyBackup); err == nil {
+			rb := sourceFrom(src, o.safetyBackup.Name)
+			rollback = &rb
+		}
+	}
+	cm, err := buildCapture(r.Namespace, o.job, o.app, o.cluster, o.hr, sourceFrom(o.source, o.backup.Name), rollback)
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.capture.namespace, Name: o.capture.name}}
+	if err := r.Client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return nil
+}
+
+// setSuspend sets the HelmRelease's spec.suspend, guarded by its
+// resourceVersion so a concurrent edit is re-read rather than overwritten.
+func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, suspend bool) error {
+	patch := client.MergeFromWithOptions(hr.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	hr.Spec.Suspend = suspend
+	if err := r.Client.Patch(ctx, hr, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("set suspend=%t on HelmRelease %s/%s: %w", suspend, hr.Namespace, hr.Name, err)
+	}
+	return nil
+}
+
+// deleteCluster deletes exactly the EtcdCluster that was observed (UID
+// precondition), never one re-created in between.
+func (r *Reconciler) deleteCluster(ctx context.Context, o *observation) error {
+	uid := o.cluster.GetUID()
+	err := r.Client.Delete(ctx, o.cluster, client.Preconditions{UID: &uid})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
+	}
+	return nil
+}
+
+// recreateCluster creates the EtcdCluster bootstrapped from the restore's
+// (or the rollback's) source. A rejection the API server will repeat ends
+// the restore at once instead of at the deadline.
+func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d decision) error {
+	obj, err := recreatedCluster(o, recreateSource(o), d.deadline)
+	if err == nil {
+		err = r.Client.Create(ctx, obj)
+	}
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		// AlreadyExists: the next observation tells ours from someone else's.
+		return nil
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err), apierrors.IsBadRequest(err):
+		what := "the API server rejected the re-created EtcdCluster: " + err.Error()
+		next := failure(o, backupsv1alpha1.ReasonRecreateRejected, what)
+		if rb := rollbackOf(o.job); rb != nil {
+			next = decision{state: stateConclude, reason: backupsv1alpha1.ReasonRollbackFailed, message: rb.message + "; rolling back failed too: " + what}
+		} else if d := failAfterPurge(o, backupsv1alpha1.ReasonRecreateRejected, what); d.state == stateStartRollback {
+			next = d
+		}
+		return r.report(ctx, o, next)
+	default:
+		return fmt.Errorf("create EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
+	}
+}
+
+// event records a transition on the job; Warning when it is bad news.
+func (r *Reconciler) event(o *observation, reason backupsv1alpha1.RestoreReason, msg string, warning bool) {
+	if r.Recorder == nil || reason == "" {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if warning {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(o.job, nil, kind, string(reason), "Restore", "%s", textlimit.Note(msg))
+}
+
+func readyReason(job *backupsv1alpha1.RestoreJob) string {
+	for _, c := range job.Status.Conditions {
+		if c.Type == backupsv1alpha1.ConditionReady {
+			return c.Reason
+		}
+	}
+	return ""
+}

@@ -1,0 +1,125 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
+)
+
+// An unverified Backup (hand-written, edited, or made by the Cozystack
+// driver) may still be restored when it points where this namespace's own
+// backups go: the bucket, endpoint and credentials Secret a BackupClass's
+// Etcd strategy renders for the application now, and an object directly
+// under the rendered key prefix. That keeps a tenant's peer-made Backups
+// usable and keeps every other tenant's objects out of reach.
+
+// admit renders every Etcd strategy a BackupClass binds to Etcd
+// applications for the job's application, and returns "" when the Backup's
+// location matches one of them, otherwise why it does not.
+func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) {
+	var classes backupsv1alpha1.BackupClassList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return "", fmt.Errorf("list BackupClasses: %w", err)
+	}
+	app, err := r.application(ctx, o.job.Namespace, o.app)
+	if err != nil {
+		return "", err
+	}
+	var rendered []strategyv1alpha1.EtcdS3Template
+	var problems []string
+	for _, c := range classes.Items {
+		for _, s := range c.Spec.Strategies {
+			if !bindsEtcd(s) {
+				continue
+			}
+			var strategy strategyv1alpha1.Etcd
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: s.StrategyRef.Name}, &strategy); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return "", fmt.Errorf("read Etcd strategy %s: %w", s.StrategyRef.Name, err)
+			}
+			dest, err := strategytemplate.RenderFor(&strategy, app, s.Parameters, r.Policy)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			rendered = append(rendered, dest)
+		}
+	}
+	if msg := matchRendered(o.source, rendered); msg != "" {
+		if len(problems) > 0 {
+			msg += " (strategies that did not render: " + strings.Join(problems, "; ") + ")"
+		}
+		return msg, nil
+	}
+	return "", nil
+}
+
+func bindsEtcd(s backupsv1alpha1.BackupClassStrategy) bool {
+	group := backupsv1alpha1.DefaultApplicationAPIGroup
+	if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
+		group = *s.Application.APIGroup
+	}
+	return group == appsv1alpha1.GroupVersion.Group && s.Application.Kind == appsv1alpha1.EtcdKind &&
+		s.StrategyRef.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && s.StrategyRef.Kind == strategyv1alpha1.EtcdStrategyKind
+}
+
+// application is the object templates render with: the stored application,
+// or its bare identity when it does not exist (templates that need more of
+// it then fail to render, and the Backup is not admitted).
+func (r *Reconciler) application(ctx context.Context, ns, name string) (map[string]any, error) {
+	app := &appsv1alpha1.Etcd{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, app)
+	if apierrors.IsNotFound(err) {
+		app = &appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	} else if err != nil {
+		return nil, fmt.Errorf("read Etcd application %s/%s: %w", ns, name, err)
+	}
+	return strategytemplate.ApplicationObject(app)
+}
+
+// matchRendered returns "" when src is an object one of the rendered
+// destinations could have written, otherwise why not. Pure.
+func matchRendered(src artifact.Source, rendered []strategyv1alpha1.EtcdS3Template) string {
+	if len(rendered) == 0 {
+		return "no BackupClass binds an Etcd strategy that renders a destination for this application"
+	}
+	for _, d := range rendered {
+		if d.Bucket == src.Bucket && d.Endpoint == src.Endpoint && d.CredentialsSecretRef.Name == src.SecretName &&
+			underPrefix(src.Key, d.Key) {
+			return ""
+		}
+	}
+	d := rendered[0]
+	return fmt.Sprintf("it points at s3://%s/%s at %s with Secret %s, but this namespace's backups go to s3://%s/%s… at %s with Secret %s",
+		src.Bucket, src.Key, src.Endpoint, src.SecretName, d.Bucket, artifact.ObjectKey(d.Key, "")[:len(artifact.ObjectKey(d.Key, ""))-len(".db")],
+		d.Endpoint, d.CredentialsSecretRef.Name)
+}
+
+// underPrefix: key is exactly what the operator writes for some snapshot
+// name under prefix (<prefix>[/]<name>.db, name a DNS name with no "/").
+func underPrefix(key, prefix string) bool {
+	dir := strings.TrimSuffix(artifact.ObjectKey(prefix, ""), ".db")
+	rest, ok := strings.CutPrefix(key, dir)
+	if !ok {
+		return false
+	}
+	name, ok := strings.CutSuffix(rest, ".db")
+	return ok && len(validation.IsDNS1123Subdomain(name)) == 0
+}
+
+func errorsIsCredentials(err error) bool { return errors.Is(err, s3object.ErrCredentials) }

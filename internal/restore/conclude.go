@@ -1,0 +1,127 @@
+package restore
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+)
+
+// Once the outcome is decided (the Outcome condition), the application is
+// handed back before the job says it is done: a safety snapshot still
+// running is recorded, the HelmRelease returns to its prior state, the
+// claim is released, a successful restore's capture is removed, and only
+// then is the terminal phase written. So `kubectl wait` on the phase never
+// returns while the application is still suspended or claimed.
+
+// decideHandBack picks the next hand-back step.
+func decideHandBack(o *observation, out *outcome) decision {
+	if s := o.snapshot; s != nil && o.safetyConflict == "" {
+		switch {
+		case !snapshotDone(s):
+			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonHandingBack, message: fmt.Sprintf(
+				"waiting for safety EtcdSnapshot %s to finish so that its data is recorded, not orphaned", s.Name)}
+		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && o.safetyBackup == nil:
+			return decision{state: stateRecordSafetyBackup, reason: backupsv1alpha1.ReasonHandingBack,
+				message: "recording safety Backup " + s.Name}
+		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && !ownedByBackup(s, o.safetyBackup):
+			return decision{state: stateHandOverSnapshot, reason: backupsv1alpha1.ReasonHandingBack,
+				message: "handing safety EtcdSnapshot " + s.Name + " over to its Backup"}
+		}
+	}
+	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
+	heldByOther := o.holder != nil && !heldByUs
+	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && o.hr.Spec.Suspend && !heldByOther {
+		return decision{state: stateRestoreHelmRelease, reason: backupsv1alpha1.ReasonHandingBack,
+			message: "resuming HelmRelease " + o.app + ", which the restore suspended"}
+	}
+	if heldByUs {
+		return decision{state: stateReleaseClaim, reason: backupsv1alpha1.ReasonHandingBack,
+			message: "releasing the restore claim on EtcdCluster " + o.target.String()}
+	}
+	if out.success && o.capture != nil {
+		return decision{state: stateDeleteCapture, reason: backupsv1alpha1.ReasonHandingBack,
+			message: "removing the capture of the replaced EtcdCluster, no longer needed"}
+	}
+	if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+		return decision{state: stateRemoveFinalizer, reason: backupsv1alpha1.ReasonHandingBack, message: out.message}
+	}
+	return decision{state: stateFinish, reason: out.reason, message: out.message, success: out.success}
+}
+
+// decideAfterEnd: a finished job only reports on its HelmRelease.
+func decideAfterEnd(o *observation) decision {
+	if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+		return decision{state: stateRemoveFinalizer}
+	}
+	cur := meta.FindStatusCondition(o.job.Status.Conditions, backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+	if next := helmReleaseReport(o, cur); next != nil && (next.Reason != cur.Reason || next.Message != cur.Message || next.Status != cur.Status) {
+		return decision{state: stateReportHelmRelease}
+	}
+	return decision{state: stateIgnore}
+}
+
+// helmReleaseOnConclude is the HelmReleaseReconciled condition recorded
+// with the outcome, from the HelmRelease's state before the restore; nil
+// when the restore never captured (and so never touched) it.
+func helmReleaseOnConclude(o *observation) *metav1.Condition {
+	if o.capture == nil {
+		return nil
+	}
+	c := &metav1.Condition{Type: backupsv1alpha1.RestoreConditionHelmReleaseReconciled}
+	switch o.capture.hrPrior {
+	case hrAbsent:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(backupsv1alpha1.ReasonHelmReleaseNotFound),
+			"there was no HelmRelease "+o.app+"; the EtcdCluster is not managed by Flux"
+	case hrSuspended:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(backupsv1alpha1.ReasonHelmReleaseLeftSuspended),
+			"HelmRelease "+o.app+" was suspended before the restore and is left suspended"
+	default:
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, string(backupsv1alpha1.ReasonHelmReleaseReconciling),
+			"HelmRelease "+o.app+" is resumed; waiting for it to reconcile"
+	}
+	return c
+}
+
+// helmReleaseReport updates a Reconciling HelmReleaseReconciled condition
+// from the HelmRelease; nil when there is nothing to follow.
+func helmReleaseReport(o *observation, cur *metav1.Condition) *metav1.Condition {
+	if cur == nil || cur.Reason != string(backupsv1alpha1.ReasonHelmReleaseReconciling) {
+		return nil
+	}
+	c := cur.DeepCopy()
+	set := func(s metav1.ConditionStatus, r backupsv1alpha1.RestoreReason, msg string) *metav1.Condition {
+		c.Status, c.Reason, c.Message = s, string(r), msg
+		return c
+	}
+	switch {
+	case o.hr == nil:
+		return set(metav1.ConditionFalse, backupsv1alpha1.ReasonHelmReleaseNotFound, "HelmRelease "+o.app+" no longer exists")
+	case o.hr.Spec.Suspend:
+		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling, "HelmRelease "+o.app+" is suspended again")
+	}
+	ready := meta.FindStatusCondition(o.hr.Status.Conditions, "Ready")
+	// Ready must describe the resumed generation, not the one before the
+	// suspension; conditions without their own generation fall back to
+	// the status-level one.
+	gen := int64(0)
+	if ready != nil {
+		gen = ready.ObservedGeneration
+		if gen == 0 {
+			gen = o.hr.Status.ObservedGeneration
+		}
+	}
+	if ready == nil || gen < o.hr.Generation {
+		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling,
+			"waiting for HelmRelease "+o.app+" to reconcile its resumed generation")
+	}
+	if ready.Status == metav1.ConditionTrue {
+		return set(metav1.ConditionTrue, backupsv1alpha1.ReasonHelmReleaseReady, "HelmRelease "+o.app+" reconciled Ready after the restore")
+	}
+	return set(metav1.ConditionFalse, backupsv1alpha1.ReasonHelmReleaseNotReady,
+		fmt.Sprintf("HelmRelease %s is not Ready after the restore: %s: %s", o.app, ready.Reason, ready.Message))
+}

@@ -1,0 +1,69 @@
+package restore
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// recreateSource is what the next re-create bootstraps from: the Backup's
+// object, or during a rollback the safety Backup's.
+func recreateSource(o *observation) restoreSource {
+	if rollbackOf(o.job) != nil && o.capture.rollback != nil {
+		return *o.capture.rollback
+	}
+	return o.capture.source
+}
+
+// recreatedCluster is the EtcdCluster to create: the unstructured capture
+// (unknown spec fields, labels and annotations preserved) bootstrapped from
+// src, marked as this job's, with the operator's progress deadline set to
+// what is left of the restore's budget so the operator gives up (and the
+// rollback starts) within it.
+func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*unstructured.Unstructured, error) {
+	obj := o.capture.cluster.DeepCopy()
+	s3 := map[string]any{
+		"bucket":               src.Bucket,
+		"endpoint":             src.Endpoint,
+		"key":                  src.Key,
+		"credentialsSecretRef": map[string]any{"name": src.SecretName},
+	}
+	if src.Region != "" {
+		s3["region"] = src.Region
+	}
+	if src.ForcePathStyle {
+		s3["forcePathStyle"] = true
+	}
+	// The operator's CEL forbids ever removing bootstrap, so a cluster
+	// restored before carries one; this restore's replaces it.
+	if err := unstructured.SetNestedField(obj.Object, map[string]any{"restore": map[string]any{"source": map[string]any{"s3": s3}}},
+		"spec", "bootstrap"); err != nil {
+		return nil, fmt.Errorf("set spec.bootstrap on the captured EtcdCluster: %w", err)
+	}
+	if !deadline.IsZero() {
+		if err := unstructured.SetNestedField(obj.Object, progressDeadlineSeconds(deadline.Sub(o.now)), "spec", "progressDeadlineSeconds"); err != nil {
+			return nil, fmt.Errorf("set spec.progressDeadlineSeconds on the captured EtcdCluster: %w", err)
+		}
+	}
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[backupsv1alpha1.RestoredByAnnotation] = string(o.job.UID)
+	ann[backupsv1alpha1.RestoredFromAnnotation] = src.BackupName
+	obj.SetAnnotations(ann)
+	obj.SetNamespace(o.job.Namespace)
+	obj.SetName(clusterName)
+	return obj, nil
+}
+
+// progressDeadlineSeconds rounds the remaining budget up to whole seconds,
+// at least one (the CRD's minimum) and within int32.
+func progressDeadlineSeconds(left time.Duration) int64 {
+	s := int64(math.Ceil(left.Seconds()))
+	return min(max(s, 1), math.MaxInt32)
+}

@@ -1,0 +1,185 @@
+package restore
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+)
+
+// decideClaimed walks the destructive sequence for a job that took the claim.
+func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
+	if o.holder == nil || !o.holder.HeldBy(o.job) {
+		if o.holder == nil && o.capture == nil {
+			// Lost before anything was captured: claim again.
+			return decision{state: stateAcquireClaim, reason: backupsv1alpha1.ReasonClaimAcquired,
+				message: "re-claiming EtcdCluster " + o.target.String()}
+		}
+		return failure(o, backupsv1alpha1.ReasonClaimLost, "the restore claim on EtcdCluster "+o.target.String()+
+			" was removed or taken over while this restore held it")
+	}
+	if rb := rollbackOf(o.job); rb != nil {
+		return decideRollback(o, rb, defaultTimeout)
+	}
+	deadline := o.job.Status.StartedAt.Add(o.opts.timeout(defaultTimeout))
+	d := decideStep(o)
+	if d.state == stateConclude || d.state == stateStartRollback {
+		return d
+	}
+	if !o.now.Before(deadline) {
+		if o.snapshot != nil && o.safetyBackup == nil && !snapshotDone(o.snapshot) {
+			// A started snapshot lands in S3 either way: record it first.
+			d.message = "the deadline passed; recording the running safety snapshot before giving up: " + d.message
+			return d
+		}
+		what := fmt.Sprintf("the restore did not finish within %s (it was at step %s: %s); raise spec.options.restoreTimeoutSeconds or the --restore-deadline flag",
+			o.opts.timeout(defaultTimeout), d.state, d.message)
+		if committed(o) {
+			return failAfterPurge(o, backupsv1alpha1.ReasonDeadlineExceeded, what)
+		}
+		return failure(o, backupsv1alpha1.ReasonDeadlineExceeded, what)
+	}
+	d.deadline = deadline
+	return d
+}
+
+// decideStep picks the next step of a restore that holds its claim.
+func decideStep(o *observation) decision {
+	if o.capture == nil {
+		if o.captureErr != nil {
+			return failure(o, backupsv1alpha1.ReasonCaptureUnreadable, "the capture ConfigMap cannot be used: "+o.captureErr.Error())
+		}
+		// Until the capture freezes the source, the Backup is judged again
+		// at every step: an edit after the claim is refused as before it.
+		if o.backup == nil {
+			return failure(o, backupsv1alpha1.ReasonBackupNotFound, fmt.Sprintf(
+				"Backup %s/%s disappeared before the cluster was captured", o.job.Namespace, o.job.Spec.BackupRef.Name))
+		}
+		if reason, msg := preflight(o); reason != "" {
+			return failure(o, reason, msg)
+		}
+		if d, done := decideVerification(o); !done {
+			return d
+		}
+		return decideSafety(o)
+	}
+	if o.hr != nil && !o.hr.Spec.Suspend {
+		return decision{state: stateSuspendHelmRelease, reason: backupsv1alpha1.ReasonHelmReleaseSuspended,
+			message: "suspending HelmRelease " + o.app}
+	}
+	if o.cluster != nil {
+		return decideLiveCluster(o)
+	}
+	if o.pvcs > 0 {
+		return waitPVCs(o)
+	}
+	src := o.capture.source
+	return decision{state: stateRecreate, reason: backupsv1alpha1.ReasonClusterPurged, message: fmt.Sprintf(
+		"re-creating EtcdCluster %s from s3://%s/%s", clusterName, src.Bucket, src.Key)}
+}
+
+func decideLiveCluster(o *observation) decision {
+	if recreatedBy(o) {
+		src := o.capture.source
+		if !carriesSource(o.clusterTyped, src) {
+			return failure(o, backupsv1alpha1.ReasonClusterReplaced,
+				"the EtcdCluster marked as re-created by this RestoreJob does not carry its restore source")
+		}
+		if why := bootstrapFailed(o.clusterTyped); why != "" {
+			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
+		}
+		if healthy(o.clusterTyped) {
+			return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
+				clusterName, src.BackupName, src.Bucket, src.Key, o.clusterTyped.Status.ReadyMembers))
+		}
+		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
+			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.clusterTyped) + ")"}
+	}
+	if purged(o.job) {
+		return failure(o, backupsv1alpha1.ReasonClusterReplaced,
+			"an EtcdCluster this RestoreJob did not create appeared after the old one was purged; it was left untouched")
+	}
+	if !o.cluster.GetDeletionTimestamp().IsZero() {
+		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster,
+			message: "waiting for EtcdCluster " + clusterName + " to be deleted"}
+	}
+	if len(o.inflight) > 0 {
+		return waitSnapshots(o)
+	}
+	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster,
+		message: "deleting EtcdCluster " + clusterName}
+}
+
+func waitPVCs(o *observation) decision {
+	return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: fmt.Sprintf(
+		"EtcdCluster %s is gone; waiting for %d PVC(s) labelled %s=%s to be deleted", clusterName, o.pvcs, instanceLabel, clusterName)}
+}
+
+// waitSnapshots holds the restore while a BackupJob that started before the
+// claim still streams a snapshot of the cluster: deleting the cluster under
+// it would fail that backup for no reason.
+func waitSnapshots(o *observation) decision {
+	return decision{state: stateWaitSnapshots, reason: backupsv1alpha1.ReasonWaitingForSnapshots, message: fmt.Sprintf(
+		"waiting for running EtcdSnapshot(s) %v of EtcdCluster %s to finish before touching it", o.inflight, clusterName)}
+}
+
+func carriesSource(c *etcdv1alpha2.EtcdCluster, src restoreSource) bool {
+	b := c.Spec.Bootstrap
+	if b == nil || b.Restore == nil || b.Restore.Source.S3 == nil {
+		return false
+	}
+	s3 := b.Restore.Source.S3
+	return s3.Key == src.Key && s3.Bucket == src.Bucket && s3.Endpoint == src.Endpoint
+}
+
+// healthy is Available and every replica ready: the operator reports
+// Available as soon as the seed member answers, before the others join.
+func healthy(c *etcdv1alpha2.EtcdCluster) bool {
+	if !meta.IsStatusConditionTrue(c.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable) {
+		return false
+	}
+	want := int32(1)
+	if c.Spec.Replicas != nil {
+		want = *c.Spec.Replicas
+	}
+	return c.Status.ReadyMembers == want
+}
+
+// bootstrapFailed says why the operator gave up on the cluster (final:
+// BootstrapFailed, or DeadlineExceeded before it ever got a cluster ID),
+// or "".
+func bootstrapFailed(c *etcdv1alpha2.EtcdCluster) string {
+	cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable)
+	if cond == nil {
+		return ""
+	}
+	switch {
+	case cond.Reason == etcdv1alpha2.ReasonBootstrapFailed,
+		cond.Reason == reasonOperatorDeadlineExceeded && c.Status.ClusterID == "":
+		return cond.Reason + ": " + cond.Message
+	}
+	return ""
+}
+
+// reasonOperatorDeadlineExceeded is the operator's reason when the progress
+// deadline passes.
+const reasonOperatorDeadlineExceeded = "DeadlineExceeded"
+
+func available(o *observation) bool {
+	return o.clusterTyped != nil && meta.IsStatusConditionTrue(o.clusterTyped.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable)
+}
+
+func memberSummary(c *etcdv1alpha2.EtcdCluster) string {
+	replicas := "unset"
+	if c.Spec.Replicas != nil {
+		replicas = fmt.Sprint(*c.Spec.Replicas)
+	}
+	avail := "no Available condition yet"
+	if cond := meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable); cond != nil {
+		avail = fmt.Sprintf("Available=%s/%s", cond.Status, cond.Reason)
+	}
+	return fmt.Sprintf("%s, %d/%s members ready", avail, c.Status.ReadyMembers, replicas)
+}

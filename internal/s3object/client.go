@@ -1,0 +1,148 @@
+package s3object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+)
+
+// defaultRegion is the region the etcd-operator's agent uses when none is
+// recorded; signing with the same one reaches the same bucket.
+const defaultRegion = "us-east-1"
+
+// Errors a caller may act on; other errors are transient.
+var (
+	// ErrNotFound: no such object (or bucket).
+	ErrNotFound = errors.New("S3 object not found")
+	// ErrAccessDenied: S3 refused the credentials for this object.
+	ErrAccessDenied = errors.New("S3 refused the credentials")
+	// ErrRefused: the endpoint breaks the endpoint policy; nothing was sent.
+	ErrRefused = errors.New("endpoint refused by policy")
+)
+
+// Location is one exact object.
+type Location struct {
+	Endpoint       string
+	Bucket         string
+	Key            string
+	Region         string
+	ForcePathStyle bool
+}
+
+func (l Location) String() string { return "s3://" + l.Bucket + "/" + l.Key }
+
+// Store reaches objects through the endpoint policy.
+type Store struct {
+	// Policy decides which endpoints may be dialled.
+	Policy endpointpolicy.Policy
+	// AllowHTTP lets plain-http endpoints through the URL check. Callers
+	// set it only for endpoints a strategy that opted into http rendered.
+	AllowHTTP bool
+}
+
+func (s Store) client(loc Location, creds Credentials) (*minio.Client, error) {
+	if err := s.Policy.CheckURL(loc.Endpoint, s.AllowHTTP); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	u, err := url.Parse(loc.Endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	region := loc.Region
+	if region == "" {
+		region = defaultRegion
+	}
+	lookup := minio.BucketLookupDNS
+	if loc.ForcePathStyle {
+		lookup = minio.BucketLookupPath
+	}
+	mc, err := minio.New(u.Host, &minio.Options{
+		Creds:        credentials.NewStaticV4(creds.AccessKeyID, creds.SecretAccessKey, ""),
+		Secure:       u.Scheme == "https",
+		Region:       region,
+		BucketLookup: lookup,
+		Transport:    s.Policy.Transport(),
+		// One attempt per call: the controller retries with backoff.
+		MaxRetries: 1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("S3 client for %s: %w", loc.Endpoint, err)
+	}
+	return mc, nil
+}
+
+// Stat returns the object's size.
+func (s Store) Stat(ctx context.Context, loc Location, creds Credentials) (int64, error) {
+	mc, err := s.client(loc, creds)
+	if err != nil {
+		return 0, err
+	}
+	info, err := mc.StatObject(ctx, loc.Bucket, loc.Key, minio.StatObjectOptions{})
+	if err != nil {
+		return 0, classify(loc, err)
+	}
+	return info.Size, nil
+}
+
+// Open streams the object.
+func (s Store) Open(ctx context.Context, loc Location, creds Credentials) (io.ReadCloser, error) {
+	mc, err := s.client(loc, creds)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := mc.GetObject(ctx, loc.Bucket, loc.Key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, classify(loc, err)
+	}
+	// GetObject is lazy: the first Stat reports a missing object.
+	if _, err := obj.Stat(); err != nil {
+		obj.Close()
+		return nil, classify(loc, err)
+	}
+	return &classifyingReader{obj: obj, loc: loc}, nil
+}
+
+// Delete removes the object; a missing one is already deleted.
+func (s Store) Delete(ctx context.Context, loc Location, creds Credentials) error {
+	mc, err := s.client(loc, creds)
+	if err != nil {
+		return err
+	}
+	err = mc.RemoveObject(ctx, loc.Bucket, loc.Key, minio.RemoveObjectOptions{})
+	if err != nil && !errors.Is(classify(loc, err), ErrNotFound) {
+		return fmt.Errorf("delete %s: %w", loc, err)
+	}
+	return nil
+}
+
+func classify(loc Location, err error) error {
+	switch minio.ToErrorResponse(err).Code {
+	case minio.NoSuchKey, minio.NoSuchBucket, "NotFound":
+		return fmt.Errorf("%w: %s", ErrNotFound, loc)
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
+		return fmt.Errorf("%w: %s: %v", ErrAccessDenied, loc, err)
+	}
+	return fmt.Errorf("read %s: %w", loc, err)
+}
+
+type classifyingReader struct {
+	obj *minio.Object
+	loc Location
+}
+
+func (r *classifyingReader) Read(p []byte) (int, error) {
+	n, err := r.obj.Read(p)
+	if err != nil && err != io.EOF {
+		err = classify(r.loc, err)
+	}
+	return n, err
+}
+
+func (r *classifyingReader) Close() error { return r.obj.Close() }

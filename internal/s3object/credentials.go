@@ -1,0 +1,45 @@
+package s3object
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Keys of the credentials Secret, the ones the etcd-operator's agents read.
+const (
+	AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
+	SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
+)
+
+// ErrCredentials marks a Secret that is missing or lacks a key: waiting
+// will not help unless someone fixes it.
+var ErrCredentials = errors.New("S3 credentials unavailable")
+
+// Credentials are S3 access keys. They are never logged or recorded.
+type Credentials struct {
+	AccessKeyID     string
+	SecretAccessKey string
+}
+
+// ReadCredentials reads the named Secret live. A missing Secret or key
+// wraps ErrCredentials; anything else is a transient read error.
+func ReadCredentials(ctx context.Context, r client.Reader, namespace, name string) (Credentials, error) {
+	var s corev1.Secret
+	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Credentials{}, fmt.Errorf("%w: Secret %s/%s not found", ErrCredentials, namespace, name)
+		}
+		return Credentials{}, fmt.Errorf("read credentials Secret %s/%s: %w", namespace, name, err)
+	}
+	c := Credentials{AccessKeyID: string(s.Data[AccessKeyIDKey]), SecretAccessKey: string(s.Data[SecretAccessKeyKey])}
+	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
+		// Name the keys, never their values.
+		return Credentials{}, fmt.Errorf("%w: Secret %s/%s lacks %s or %s", ErrCredentials, namespace, name, AccessKeyIDKey, SecretAccessKeyKey)
+	}
+	return c, nil
+}
