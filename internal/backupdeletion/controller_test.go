@@ -29,6 +29,9 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -48,7 +51,7 @@ func TestMain(m *testing.M) {
 	s3URL = srv.URL
 	var err error
 	s3, err = minio.New(strings.TrimPrefix(srv.URL, "http://"), &minio.Options{
-		Creds: credentials.NewStaticV4("AKID", "SECRET", ""), BucketLookup: minio.BucketLookupPath, Region: defaultRegion,
+		Creds: credentials.NewStaticV4("AKID", "SECRET", ""), BucketLookup: minio.BucketLookupPath, Region: "us-east-1",
 	})
 	if err == nil {
 		err = s3.MakeBucket(context.Background(), bucket, minio.MakeBucketOptions{})
@@ -64,9 +67,21 @@ type harness struct {
 	rec *events.FakeRecorder
 }
 
+// keys are the test's provenance keys: fixtures are signed with them as
+// the backup path would sign them.
+var keys = provenance.StaticKeys{ActiveID: "k1", Keys: map[string][]byte{"k1": []byte(strings.Repeat("k", 32))}}
+
+// loopback lets the driver's endpoint policy reach the test's S3 server.
+var loopback, _ = endpointpolicy.Parse(testenv.LoopbackCIDRs)
+
 func newHarness() *harness {
 	rec := events.NewFakeRecorder(1000)
-	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec}, rec: rec}
+	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, Keys: keys, Policy: loopback}, rec: rec}
+}
+
+// seal signs b as the driver does when it records a Backup.
+func seal(g Gomega, b *backupsv1alpha1.Backup) {
+	g.Expect(provenance.Seal(context.Background(), keys, b)).To(Succeed())
 }
 
 func (h *harness) reconcile(b *backupsv1alpha1.Backup) error {
@@ -95,7 +110,7 @@ func newNamespace(g Gomega) string {
 func createSecret(g Gomega, ns string) {
 	g.Expect(env.Client.Create(context.Background(), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
-		Data:       map[string][]byte{accessKeyIDKey: []byte("AKID"), secretAccessKeyKey: []byte("SECRET")},
+		Data:       map[string][]byte{s3object.AccessKeyIDKey: []byte("AKID"), s3object.SecretAccessKeyKey: []byte("SECRET")},
 	})).To(Succeed())
 }
 
@@ -148,6 +163,7 @@ func newFixture(g Gomega, ns, name string, policy strategyv1alpha1.DeletionPolic
 			UnderlyingResources: underlying,
 		},
 	}
+	seal(g, b)
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 	// The backup path hands the snapshot to its Backup.
 	snap.OwnerReferences = []metav1.OwnerReference{{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "Backup", Name: b.Name, UID: b.UID}}
@@ -177,7 +193,7 @@ func gone(g Gomega, obj client.Object) bool {
 func deleteBackup(g Gomega, h *harness, b *backupsv1alpha1.Backup) {
 	g.Expect(h.reconcile(b)).To(Succeed())
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), b)).To(Succeed())
-	g.Expect(b.Finalizers).To(ContainElements(backupsv1alpha1.CleanupFinalizer, LegacyFinalizer))
+	g.Expect(b.Finalizers).To(ContainElements(backupsv1alpha1.BackupCleanupFinalizer, LegacyFinalizer))
 	g.Expect(env.Client.Delete(context.Background(), b)).To(Succeed())
 }
 
@@ -247,7 +263,7 @@ func TestMissingSecretIsReportedAndRetried(t *testing.T) {
 	g.Expect(cond).NotTo(BeNil())
 	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.BackupReasonCredentialsUnavailable))
 	g.Expect(cond.Message).To(ContainSubstring("s3-creds"))
-	g.Expect(b.Finalizers).To(ContainElement(backupsv1alpha1.CleanupFinalizer))
+	g.Expect(b.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer))
 	g.Expect(objectExists(g, f.key)).To(BeTrue())
 	g.Expect(gone(g, f.snapshot)).To(BeFalse(), "nothing is removed before the object is")
 
@@ -270,6 +286,7 @@ func TestS3ErrorIsReportedAndRetried(t *testing.T) {
 	f.backup.Status.UnderlyingResources = nil
 	f.backup.Status.Artifact = nil
 	f.backup.Spec.DriverMetadata[artifact.MetaBucket] = "no-such-bucket"
+	seal(g, f.backup) // as the driver would have recorded it
 	g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
 	deleteBackup(g, h, f.backup)
 
@@ -283,36 +300,96 @@ func TestS3ErrorIsReportedAndRetried(t *testing.T) {
 	g.Expect(cond.Message).NotTo(ContainSubstring("SECRET"))
 }
 
-// With the skip annotation the Backup goes and the object stays; this is
-// also the way out for a Backup that does not say where its object is.
-func TestSkipAnnotationAndUnresolvableArtifact(t *testing.T) {
+// With the skip annotation a verified Backup goes and its object stays.
+func TestSkipAnnotationKeepsTheObject(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-broken", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-skip", strategyv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
-	f.backup.Status.UnderlyingResources = nil
-	delete(f.backup.Spec.DriverMetadata, artifact.MetaBucket)
-	g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
-	deleteBackup(g, h, f.backup)
-
-	err := h.reconcile(f.backup)
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "an unresolvable artefact needs a person: %v", err)
-	g.Expect(gone(g, f.backup)).To(BeFalse())
-	cond := meta.FindStatusCondition(f.backup.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
-	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.BackupReasonUnresolvableArtifact))
-	g.Expect(cond.Message).To(ContainSubstring(SkipObjectDeletionAnnotation))
-
 	f.backup.Annotations = map[string]string{SkipObjectDeletionAnnotation: "true"}
 	g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
+	deleteBackup(g, h, f.backup)
 	before := deleted("Delete", objectSkipped)
 	g.Expect(h.reconcile(f.backup)).To(Succeed())
 	g.Expect(gone(g, f.backup)).To(BeTrue())
 	g.Expect(gone(g, f.snapshot)).To(BeTrue())
 	g.Expect(objectExists(g, f.key)).To(BeTrue())
 	g.Expect(deleted("Delete", objectSkipped) - before).To(Equal(1.0))
+}
+
+// An endpoint the policy refuses is never dialled: the cleanup stops with a
+// terminal error and a Warning, the object and the Backup stay.
+func TestRefusedEndpointIsNeverDialled(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-refused", strategyv1alpha1.DeletionPolicyDelete)
+	h := newHarness()
+	h.r.Policy = endpointpolicy.Policy{} // loopback denied
+	deleteBackup(g, h, f.backup)
+	err := h.reconcile(f.backup)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "%v", err)
+	g.Expect(h.events()).To(ContainSubstring(backupsv1alpha1.BackupReasonObjectDeleteFailed))
+	g.Expect(objectExists(g, f.key)).To(BeTrue())
+	g.Expect(gone(g, f.backup)).To(BeFalse())
+}
+
+// A Backup the driver cannot verify — edited to point elsewhere, written by
+// hand, or not saying where its object is — goes without deleting any
+// object, with a Warning saying why; its Verified condition shows it first.
+func TestUnverifiedBackupsNeverDeleteObjects(t *testing.T) {
+	ctx := context.Background()
+	for name, edit := range map[string]func(b *backupsv1alpha1.Backup){
+		"edited key": func(b *backupsv1alpha1.Backup) {
+			b.Status.Artifact.URI = artifact.URI(bucket, "victim/etcd/theirs.db")
+		},
+		"signature removed": func(b *backupsv1alpha1.Backup) { delete(b.Spec.DriverMetadata, artifact.MetaProvenance) },
+		"unresolvable": func(b *backupsv1alpha1.Backup) {
+			b.Status.UnderlyingResources = nil
+			delete(b.Spec.DriverMetadata, artifact.MetaBucket)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			ns := newNamespace(g)
+			createSecret(g, ns)
+			f := newFixture(g, ns, "b-forged", strategyv1alpha1.DeletionPolicyDelete)
+			h := newHarness()
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+			edit(f.backup)
+			g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
+			g.Expect(h.reconcile(f.backup)).To(Succeed())
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+			cond := meta.FindStatusCondition(f.backup.Status.Conditions, backupsv1alpha1.BackupConditionVerified)
+			g.Expect(cond).NotTo(BeNil())
+			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(cond.Reason).To(Equal(backupsv1alpha1.BackupReasonUnverified))
+
+			before := deleted("Delete", objectKeptUnverified)
+			g.Expect(env.Client.Delete(ctx, f.backup)).To(Succeed())
+			g.Expect(h.reconcile(f.backup)).To(Succeed())
+			g.Expect(gone(g, f.backup)).To(BeTrue())
+			g.Expect(objectExists(g, f.key)).To(BeTrue())
+			g.Expect(h.events()).To(ContainSubstring(backupsv1alpha1.BackupReasonObjectKeptUnverified))
+			g.Expect(deleted("Delete", objectKeptUnverified) - before).To(Equal(1.0))
+		})
+	}
+}
+
+// A verified Backup shows so.
+func TestVerifiedConditionOnLiveBackups(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-verified", strategyv1alpha1.DeletionPolicyRetain)
+	g.Expect(newHarness().reconcile(f.backup)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+	cond := meta.FindStatusCondition(f.backup.Status.Conditions, backupsv1alpha1.BackupConditionVerified)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
 }
 
 // Only Etcd Backups get the finalizer; a snapshot owned by another Backup

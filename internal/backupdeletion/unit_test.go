@@ -11,23 +11,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
 
-func TestValidateEndpoint(t *testing.T) {
-	for ep, ok := range map[string]bool{
-		"http://127.0.0.1:9000":          true,
-		"https://s3.example.com/":        true,
-		"s3.example.com":                 false,
-		"ftp://s3.example.com":           false,
-		"https://s3.example.com/bucket":  false,
-		"https://user:pw@s3.example.com": false,
-		"https://s3.example.com?x=1":     false,
-		"http://":                        false,
-	} {
-		if err := validateEndpoint(ep); (err == nil) != ok {
-			t.Errorf("validateEndpoint(%q) = %v, want ok=%v", ep, err, ok)
-		}
-	}
-}
-
 func TestForeignSnapshot(t *testing.T) {
 	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b", UID: "backup-uid"}}
 	ref := func(name, uid string) metav1.OwnerReference {

@@ -55,7 +55,7 @@ func TestHappyPath(t *testing.T) {
 	w.g.Expect(backup.Spec.StrategyRef.Name).To(Equal(w.strategy))
 	w.g.Expect(backup.Labels).To(HaveKeyWithValue(backupsv1alpha1.ApplicationNameLabel, "etcd"))
 	w.g.Expect(backup.OwnerReferences).To(BeEmpty(), "deleting the BackupJob must not delete its Backup")
-	w.g.Expect(backup.Finalizers).To(ContainElement(backupsv1alpha1.CleanupFinalizer), "cleanup is guaranteed from the first moment")
+	w.g.Expect(backup.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer), "cleanup is guaranteed from the first moment")
 	meta := backup.Spec.DriverMetadata
 	w.g.Expect(meta).To(HaveKeyWithValue(artifact.MetaSnapshotName, snap.Name))
 	w.g.Expect(meta).To(HaveKeyWithValue(artifact.MetaBucket, "etcd-backups"))

@@ -19,6 +19,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // world is one test's tenant: a namespace with an Etcd application and its
@@ -54,6 +55,7 @@ func (w *world) startDriverCtx(parent context.Context, mutate func(*manager.Opti
 	o := manager.DefaultOptions()
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	o.SkipControllerNameValidation = true
+	o.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
 	if mutate != nil {
 		mutate(&o)
 	}
@@ -93,8 +95,9 @@ func (w *world) strategyObj(s3 strategyv1alpha1.EtcdS3Template) *strategyv1alpha
 	return &strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: w.strategy},
 		Spec: strategyv1alpha1.EtcdSpec{
-			Template:       strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &s3}},
-			DeletionPolicy: strategyv1alpha1.DeletionPolicyDelete,
+			Template:          strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &s3}},
+			DeletionPolicy:    strategyv1alpha1.DeletionPolicyDelete,
+			AllowHTTPEndpoint: true,
 		},
 	}
 }

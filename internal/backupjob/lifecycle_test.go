@@ -13,6 +13,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // A job re-created under the same name is a new job: it gets a new
@@ -48,8 +49,9 @@ func TestRecreatedJobGetsNewSnapshot(t *testing.T) {
 	// The Backup's finalizer would delete its S3 object (policy Delete);
 	// this test has no S3 server, so keep the object, and wait until the
 	// Backup is really gone.
+	patch := client.MergeFrom(old.DeepCopy())
 	old.Annotations = map[string]string{backupdeletion.SkipObjectDeletionAnnotation: "true"}
-	w.g.Expect(env.Client.Update(w.ctx, old)).To(Succeed())
+	w.g.Expect(env.Client.Patch(w.ctx, old, patch)).To(Succeed())
 	w.g.Expect(env.Client.Delete(w.ctx, old)).To(Succeed())
 	w.g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(w.ctx, client.ObjectKeyFromObject(old), &backupsv1alpha1.Backup{}))
@@ -72,7 +74,10 @@ func TestJobWaitsWhileRestoreHoldsTheApplication(t *testing.T) {
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "some-backup"}},
 	}
 	w.create(rj)
-	holder, err := claim.Acquire(w.ctx, env.Client, rj, "etcd")
+	claims := claim.Store{Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace}
+	target := claim.Target{Namespace: w.ns, Cluster: "etcd"}
+	w.get(rj)
+	holder, err := claims.Acquire(w.ctx, rj, target, "etcd")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(holder.HeldBy(rj)).To(BeTrue())
 
@@ -83,6 +88,6 @@ func TestJobWaitsWhileRestoreHoldsTheApplication(t *testing.T) {
 	w.g.Expect(cond.Message).To(ContainSubstring("restore-1"))
 	w.g.Consistently(func() int { return len(w.snapshotsOf(job)) }).WithTimeout(2 * time.Second).Should(BeZero())
 
-	w.g.Expect(claim.Release(w.ctx, env.Client, rj, "etcd")).To(Succeed())
+	w.g.Expect(claims.Release(w.ctx, target, holder)).To(Succeed())
 	w.awaitSnapshot(job)
 }

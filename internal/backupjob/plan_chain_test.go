@@ -77,7 +77,7 @@ func TestPlanDrivesBackupsAndRetention(t *testing.T) {
 	backup := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: first}}
 	w.get(backup)
 	w.g.Expect(backup.Labels).To(HaveKeyWithValue(backupsv1alpha1.PlanNameLabel, plan.Name))
-	w.g.Expect(backup.Finalizers).To(ContainElement(backupsv1alpha1.CleanupFinalizer))
+	w.g.Expect(backup.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer))
 	w.g.Eventually(func() string {
 		w.get(plan)
 		return plan.Status.LastSuccessfulBackup

@@ -132,7 +132,8 @@ func (s Store) Release(ctx context.Context, t Target, h *Holder) error {
 	if h == nil {
 		return nil
 	}
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: LeaseName(t)}}
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: LeaseName(t),
+		Labels: map[string]string{TargetNamespaceLabel: t.Namespace}}}
 	err := s.Client.Delete(ctx, lease, client.Preconditions{UID: &h.LeaseUID})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("release restore claim on %s: %w", t, err)

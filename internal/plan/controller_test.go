@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // After three hours without a controller, one reconcile starts only the
@@ -245,7 +249,15 @@ func TestHistoryPruning(t *testing.T) {
 	g.Expect(containing(h.events(), reasonJobPruned)).To(HaveLen(3))
 }
 
-func createBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase backupsv1alpha1.BackupPhase) {
+// testKeys sign the Backups these tests create, as the backup path would.
+var testKeys = provenance.StaticKeys{ActiveID: "t", Keys: map[string][]byte{"t": []byte(strings.Repeat("t", 32))}}
+
+// planBackup is a Backup of plan, as the backup path records it; sealed
+// unless forged.
+func planBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase backupsv1alpha1.BackupPhase, forged bool) *backupsv1alpha1.Backup {
+	rec := artifact.Record{SnapshotName: name + "-snap", Destination: strategyv1alpha1.EtcdS3Template{
+		Bucket: "bkt", Endpoint: "https://s3.example.com", Key: ns + "/etcd/",
+		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
 	b := &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{backupsv1alpha1.PlanNameLabel: plan}},
 		Spec: backupsv1alpha1.BackupSpec{
@@ -253,10 +265,19 @@ func createBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase back
 			PlanRef:        &backupsv1alpha1.LocalObjectReference{Name: plan},
 			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("strategy.backups.cozystack.io"), Kind: "Etcd", Name: "s3"},
 			TakenAt:        metav1.NewTime(takenAt),
+			DriverMetadata: rec.DriverMetadata(),
 		},
 		Status: backupsv1alpha1.BackupStatus{Phase: phase},
 	}
+	if !forged {
+		g.Expect(provenance.Seal(context.Background(), testKeys, b)).To(Succeed())
+	}
 	g.Expect(env.Client.Create(context.Background(), b)).To(Succeed())
+	return b
+}
+
+func createBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase backupsv1alpha1.BackupPhase) {
+	planBackup(g, ns, name, plan, takenAt, phase, false)
 }
 
 func backupNames(g Gomega, ns string) []string {
@@ -344,4 +365,31 @@ func TestRetentionDoesNotTrustTheCacheAboutRestores(t *testing.T) {
 	_, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(backupNames(g, ns)).To(ConsistOf("old", "new"))
+}
+
+// A tenant's hand-written Backup with the Plan's labels and a time far in
+// the future neither pushes real Backups out of keepLast nor is pruned: it
+// is not the driver's, so retention does not see it.
+func TestRetentionIgnoresForgedBackups(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "keep2", "@yearly", "", func(p *backupsv1alpha1.Plan) {
+		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](2)}
+	})
+	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
+	ready := backupsv1alpha1.BackupPhaseReady
+	createBackup(g, ns, "real-1", "keep2", now.Add(-2*time.Hour), ready)
+	createBackup(g, ns, "real-2", "keep2", now.Add(-1*time.Hour), ready)
+	planBackup(g, ns, "forged-1", "keep2", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), ready, true)
+	planBackup(g, ns, "forged-2", "keep2", time.Date(2099, 1, 2, 0, 0, 0, 0, time.UTC), ready, true)
+	// A real Backup edited to look newer is no longer verified either.
+	edited := planBackup(g, ns, "edited", "keep2", now.Add(-3*time.Hour), ready, false)
+	edited.Spec.TakenAt = metav1.NewTime(time.Date(2099, 1, 3, 0, 0, 0, 0, time.UTC))
+	g.Expect(env.Client.Update(context.Background(), edited)).To(Succeed())
+
+	h := newHarness(now)
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(backupNames(g, ns)).To(ConsistOf("real-1", "real-2", "forged-1", "forged-2", "edited"))
+	g.Expect(getPlan(g, p).Status.LastSuccessfulBackup).To(Equal("real-2"))
 }

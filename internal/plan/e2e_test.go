@@ -37,7 +37,7 @@ func TestPlanProducesBackupJobEndToEnd(t *testing.T) {
 		HealthProbeBindAddress: "0",
 	})
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(ControllerName), Clock: clk}
+	r := &Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(ControllerName), Clock: clk, Keys: testKeys}
 	g.Expect(r.SetupWithManager(mgr, 1)).To(Succeed())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()

@@ -36,7 +36,7 @@ type harness struct {
 func newHarness(now time.Time) *harness {
 	clk := clocktesting.NewFakeClock(now)
 	rec := events.NewFakeRecorder(1000)
-	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, Clock: clk}, clk: clk, rec: rec}
+	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, Clock: clk, Keys: testKeys}, clk: clk, rec: rec}
 }
 
 func (h *harness) reconcile(p *backupsv1alpha1.Plan) (ctrl.Result, error) {

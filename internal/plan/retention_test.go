@@ -24,7 +24,7 @@ func bk(name string, hour int, phase backupsv1alpha1.BackupPhase) backupsv1alpha
 	}
 }
 
-func names(ps []Prune) string {
+func pruned(ps []Prune) string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.Backup.Name+":"+string(p.Reason))
@@ -82,7 +82,7 @@ func TestBackupsToPrune(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := names(BackupsToPrune(tc.backups, tc.ret, tc.inUse, clk.Now())); got != tc.want {
+			if got := pruned(BackupsToPrune(tc.backups, tc.ret, tc.inUse, clk.Now())); got != tc.want {
 				t.Fatalf("pruned %q, want %q", got, tc.want)
 			}
 		})

@@ -7,8 +7,8 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -219,7 +219,8 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 }
 
 func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.capture.namespace, Name: o.capture.name}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.capture.namespace, Name: o.capture.name,
+		Labels: map[string]string{backupsv1alpha1.CaptureForLabel: o.job.Namespace}}}
 	if err := r.Client.Delete(ctx, cm); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}

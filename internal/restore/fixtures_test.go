@@ -1,12 +1,14 @@
 package restore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -22,17 +24,52 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // ---- fixtures ---------------------------------------------------------------
 
 const (
-	testBucket   = "bkt"
-	testEndpoint = "http://s3.test:9000"
-	testPrefix   = "tenant/etcd/"
-	testSecret   = "s3-creds"
-	testApp      = "etcd"
+	testBucket = "bkt"
+	testPrefix = "tenant/etcd/"
+	testSecret = "s3-creds"
+	testApp    = "etcd"
 )
+
+// testEndpoint is the S3 server's URL, set by TestMain.
+var testEndpoint string
+
+// testClaims reads claims as the driver does (test client).
+var testClaims claim.Store
+
+// createStrategy creates the admin's Etcd strategy and BackupClass: every
+// namespace's backups go to testBucket under testPrefix, so Backups this
+// driver did not sign are admitted there and only there.
+func createStrategy(c client.Client) {
+	ctx := context.Background()
+	fps := true
+	group := strategyv1alpha1.GroupVersion.Group
+	for _, obj := range []client.Object{
+		&strategyv1alpha1.Etcd{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+				S3: &strategyv1alpha1.EtcdS3Template{Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
+					CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret}}}}},
+		},
+		&backupsv1alpha1.BackupClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "default"},
+				Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			}}},
+		},
+	} {
+		if err := c.Create(ctx, obj); err != nil {
+			panic(err)
+		}
+	}
+}
 
 var nsCounter int
 
@@ -56,11 +93,21 @@ func appRef() backupsv1alpha1.TypedLocalObjectReference {
 	return backupsv1alpha1.TypedLocalObjectReference{APIGroup: &g, Kind: "Etcd", Name: testApp}
 }
 
-// ourBackup is a Ready Backup in this driver's format, taken by snapshot
-// snap, whose artifact URI names the exact object.
+// ourBackup is a Ready Backup as this driver records it (signed), taken by
+// snapshot snap, whose object is in S3 with the recorded size and checksum.
 func ourBackup(ns, name, snap string) *backupsv1alpha1.Backup {
+	b := unsignedBackup(ns, name, snap)
+	if err := provenance.Seal(context.Background(), testKeys, b); err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// unsignedBackup is ourBackup without the driver's signature, as a tenant
+// (or the Cozystack driver) would write it.
+func unsignedBackup(ns, name, snap string) *backupsv1alpha1.Backup {
 	fps := true
-	rec := artifact.Record{SnapshotName: snap, Destination: strategyv1alpha1.EtcdS3Template{
+	rec := artifact.Record{SnapshotName: snap, EtcdVersion: "3.6.11", Destination: strategyv1alpha1.EtcdS3Template{
 		Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
 		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret},
 	}}
@@ -68,13 +115,27 @@ func ourBackup(ns, name, snap string) *backupsv1alpha1.Backup {
 	if err != nil {
 		panic(err)
 	}
+	key := artifact.ObjectKey(testPrefix, snap)
+	data := testenv.Snapshot(2, snap)
+	putObject(key, data)
 	return &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef(),
 			TakenAt: metav1.Now(), DriverMetadata: rec.DriverMetadata()},
 		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: u,
-			Artifact: &backupsv1alpha1.BackupArtifact{URI: artifact.URI(testBucket, artifact.ObjectKey(testPrefix, snap))}},
+			Artifact: &backupsv1alpha1.BackupArtifact{URI: artifact.URI(testBucket, key), SizeBytes: int64(len(data)), Checksum: testenv.Checksum(data)}},
 	}
+}
+
+func putObject(key string, data []byte) {
+	if _, err := s3c.PutObject(context.Background(), testBucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		panic(err)
+	}
+}
+
+// startOperator plays the etcd-operator and Flux in ns until the test ends.
+func startOperator(t *testing.T, ns string) *testenv.Operator {
+	return testenv.StartOperator(t, k, ns, s3c)
 }
 
 // liveCluster is a chart-rendered EtcdCluster with Helm metadata and a spec
@@ -127,21 +188,36 @@ type appOpts struct {
 	hrSuspended   bool
 	extra         string
 	notAvailable  bool
+	noSecret      bool
+	// noCluster deploys everything but the EtcdCluster and its PVCs.
+	noCluster bool
+	// mutate changes the live cluster before it is created.
+	mutate func(*unstructured.Unstructured)
 }
 
-// deployApp creates what the chart and the operator would have: a healthy
-// three-member EtcdCluster, its PVCs and the HelmRelease.
+// deployApp creates what the chart, the platform and the operator would
+// have: the S3 credentials Secret, a healthy three-member EtcdCluster, its
+// PVCs and the HelmRelease.
 func deployApp(t *testing.T, ns string, o appOpts) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	c := liveCluster(ns, o.extra)
-	g.Expect(k.Create(ctx, c)).To(Succeed())
-	if !o.notAvailable {
-		setClusterHealthy(g, c)
+	if !o.noSecret {
+		g.Expect(k.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testSecret},
+			Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte(s3Creds.AccessKeyID), "AWS_SECRET_ACCESS_KEY": []byte(s3Creds.SecretAccessKey)}})).To(Succeed())
 	}
-	for i := range 3 {
-		g.Expect(k.Create(ctx, memberPVC(ns, fmt.Sprintf("data-etcd-%d", i)))).To(Succeed())
+	if !o.noCluster {
+		c := liveCluster(ns, o.extra)
+		if o.mutate != nil {
+			o.mutate(c)
+		}
+		g.Expect(k.Create(ctx, c)).To(Succeed())
+		if !o.notAvailable {
+			setClusterHealthy(g, c)
+		}
+		for i := range 3 {
+			g.Expect(k.Create(ctx, memberPVC(ns, fmt.Sprintf("data-etcd-%d", i)))).To(Succeed())
+		}
 	}
 	if !o.noHelmRelease {
 		hr := helmRelease(ns, o.hrSuspended)
@@ -150,23 +226,7 @@ func deployApp(t *testing.T, ns string, o appOpts) {
 }
 
 func setClusterHealthy(g Gomega, u *unstructured.Unstructured) {
-	g.Expect(markHealthy(context.Background(), client.ObjectKeyFromObject(u))).To(Succeed())
-}
-
-// markHealthy plays the operator reporting every member ready.
-func markHealthy(ctx context.Context, key client.ObjectKey) error {
-	c := &etcdv1alpha2.EtcdCluster{}
-	if err := k.Get(ctx, key, c); err != nil {
-		return err
-	}
-	replicas := int32(1)
-	if c.Spec.Replicas != nil {
-		replicas = *c.Spec.Replicas
-	}
-	c.Status.ReadyMembers = replicas
-	meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
-		Status: metav1.ConditionTrue, Reason: etcdv1alpha2.ReasonQuorumHealthy, Message: "all members healthy"})
-	return k.Status().Update(ctx, c)
+	g.Expect(testenv.MarkHealthy(context.Background(), k, client.ObjectKeyFromObject(u))).To(Succeed())
 }
 
 func newRestoreJob(ns, name, backup string, options string) *backupsv1alpha1.RestoreJob {
@@ -227,15 +287,26 @@ func getHR(g Gomega, ns string) *helmv2.HelmRelease {
 }
 
 func claimHolder(g Gomega, ns string) *claim.Holder {
-	h, err := claim.Get(context.Background(), k, ns, testApp)
+	h, err := testClaims.Get(context.Background(), claim.Target{Namespace: ns, Cluster: clusterName})
 	g.Expect(err).NotTo(HaveOccurred())
 	return h
 }
 
+// leaseCount counts the claims on ns's cluster (in the driver's namespace)
+// and any Lease in ns itself.
 func leaseCount(g Gomega, ns string) int {
-	var l coordinationv1.LeaseList
-	g.Expect(k.List(context.Background(), &l, client.InNamespace(ns))).To(Succeed())
-	return len(l.Items)
+	var own, driver coordinationv1.LeaseList
+	g.Expect(k.List(context.Background(), &own, client.InNamespace(ns))).To(Succeed())
+	g.Expect(k.List(context.Background(), &driver, client.InNamespace(testenv.DriverNamespace),
+		client.MatchingLabels{claim.TargetNamespaceLabel: ns})).To(Succeed())
+	return len(own.Items) + len(driver.Items)
+}
+
+// getCapture reads rj's capture from the driver's namespace.
+func getCapture(g Gomega, rj *backupsv1alpha1.RestoreJob) (*corev1.ConfigMap, error) {
+	cm := &corev1.ConfigMap{}
+	err := k.Get(context.Background(), client.ObjectKey{Namespace: testenv.DriverNamespace, Name: captureName(rj)}, cm)
+	return cm, err
 }
 
 func bootstrapKey(u *unstructured.Unstructured) string {
@@ -257,3 +328,15 @@ func anyJobReports(ctx context.Context, ns string, reason backupsv1alpha1.Restor
 }
 
 func keyOf(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// strategyS3 is a rendered destination, briefly.
+type strategyS3 struct{ Bucket, Endpoint, Key, Secret string }
+
+func toTemplates(in []strategyS3) []strategyv1alpha1.EtcdS3Template {
+	var out []strategyv1alpha1.EtcdS3Template
+	for _, d := range in {
+		out = append(out, strategyv1alpha1.EtcdS3Template{Bucket: d.Bucket, Endpoint: d.Endpoint, Key: d.Key,
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: d.Secret}})
+	}
+	return out
+}

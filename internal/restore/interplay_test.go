@@ -6,16 +6,17 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
-// A BackupJob created while a restore holds the application waits (no
+// A BackupJob created while a restore holds the cluster waits (no
 // snapshot of a cluster being replaced), then runs once the restore is done.
 func TestBackupJobWaitsDuringRestore(t *testing.T) {
 	g := NewWithT(t)
@@ -23,22 +24,7 @@ func TestBackupJobWaitsDuringRestore(t *testing.T) {
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.set(func(op *operator) { op.holdBootstrap = true })
-	fps := true
-	group := strategyv1alpha1.GroupVersion.Group
-	g.Expect(k.Create(ctx, &strategyv1alpha1.Etcd{
-		ObjectMeta: metav1.ObjectMeta{Name: "s-" + ns},
-		Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
-			S3: &strategyv1alpha1.EtcdS3Template{Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
-				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret}}}}},
-	})).To(Succeed())
-	g.Expect(k.Create(ctx, &backupsv1alpha1.BackupClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "c-" + ns},
-		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
-			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "s-" + ns},
-			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
-		}}},
-	})).To(Succeed())
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = true })
 	g.Expect(k.Create(ctx, &appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testApp}})).To(Succeed())
 
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
@@ -47,7 +33,7 @@ func TestBackupJobWaitsDuringRestore(t *testing.T) {
 
 	job := &backupsv1alpha1.BackupJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "during"},
-		Spec:       backupsv1alpha1.BackupJobSpec{ApplicationRef: appRef(), BackupClassName: "c-" + ns},
+		Spec:       backupsv1alpha1.BackupJobSpec{ApplicationRef: appRef(), BackupClassName: "default"},
 	}
 	g.Expect(k.Create(ctx, job)).To(Succeed())
 	g.Eventually(func(g Gomega) {
@@ -56,12 +42,21 @@ func TestBackupJobWaitsDuringRestore(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	g.Consistently(func() int { return snapshotCount(ns) }).WithTimeout(2 * time.Second).Should(BeZero())
 
-	op.set(func(op *operator) { op.holdBootstrap = false })
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = false })
 	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
 	g.Eventually(func(g Gomega) {
 		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+}
+
+// runningSnapshot is a BackupJob's EtcdSnapshot the operator is streaming.
+func runningSnapshot(ns, name string) *etcdv1alpha2.EtcdSnapshot {
+	return &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{ClusterRef: corev1.LocalObjectReference{Name: clusterName}, Destination: etcdv1alpha2.SnapshotLocation{
+			S3: &etcdv1alpha2.S3Destination{Endpoint: testEndpoint, Bucket: testBucket, CredentialsSecretRef: corev1.LocalObjectReference{Name: testSecret}}}},
+	}
 }
 
 // A BackupJob snapshot already running when the restore takes the claim is
@@ -72,12 +67,8 @@ func TestRestoreWaitsForRunningSnapshot(t *testing.T) {
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.set(func(op *operator) { op.leaveSnapshot = "nightly-abcde" })
-	running := &etcdv1alpha2.EtcdSnapshot{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly-abcde"},
-		Spec: etcdv1alpha2.EtcdSnapshotSpec{ClusterRef: corev1LocalRef(clusterName), Destination: etcdv1alpha2.SnapshotLocation{
-			S3: &etcdv1alpha2.S3Destination{Endpoint: testEndpoint, Bucket: testBucket, CredentialsSecretRef: corev1LocalRef(testSecret)}}},
-	}
+	op.Set(func(op *testenv.Operator) { op.LeaveSnapshot = "nightly-abcde" })
+	running := runningSnapshot(ns, "nightly-abcde")
 	g.Expect(k.Create(ctx, running)).To(Succeed())
 	running.Status.Phase = etcdv1alpha2.SnapshotPhaseStarted
 	g.Expect(k.Status().Update(ctx, running)).To(Succeed())

@@ -8,16 +8,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // The whole restore: safety Backup, capture, suspend, purge, re-create with
@@ -71,16 +72,22 @@ func TestHappyPath(t *testing.T) {
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: safety.Name}, snap)).To(Succeed())
 	g.Expect(snap.OwnerReferences).To(HaveLen(1))
 	g.Expect(snap.OwnerReferences[0].UID).To(Equal(safety.UID))
-	g.Expect(len("snapshot-" + snap.Name)).To(BeNumerically("<=", 63))
+	g.Expect(len(snap.Name + "-snapshot")).To(BeNumerically("<=", 63))
 
-	// The capture is kept, readable, and records the HelmRelease's state.
-	cm := &corev1.ConfigMap{}
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, cm)).To(Succeed())
-	g.Expect(cm.Data[captureKeyHelmRelease]).To(Equal(string(hrNotSuspended)))
-	var captured map[string]any
-	g.Expect(yaml.Unmarshal([]byte(cm.Data[captureKeyCluster]), &captured)).To(Succeed())
-	g.Expect(captured).To(HaveKey("spec"))
-	g.Expect(captured).NotTo(HaveKey("status"))
+	// The object was checked before anything was destroyed; the safety
+	// Backup is one the driver signed; the outcome was recorded; the
+	// capture, no longer needed, is gone.
+	verified := condition(rj, backupsv1alpha1.RestoreConditionArtifactVerified)
+	g.Expect(verified).NotTo(BeNil())
+	g.Expect(verified.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(verified.Message).To(ContainSubstring("integrity trailer intact"))
+	v, err := provenance.Verify(ctx, testKeys, safety)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.Verified).To(BeTrue())
+	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionOutcome).Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionSpecCaptured).Message).To(ContainSubstring("HelmRelease was NotSuspended"))
+	_, err = getCapture(g, rj)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 
 	// Observability.
 	g.Expect(testutil.ToFloat64(restoresTotal.WithLabelValues("succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))).
@@ -148,49 +155,84 @@ func TestNoHelmRelease(t *testing.T) {
 	g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b-aaaaa.db"))
 }
 
-// A re-created cluster that never becomes healthy fails at the deadline and
-// leaves the application recoverable.
+// A re-created cluster that never becomes healthy fails at the deadline;
+// with rollback declined the application is still handed back, and the
+// message says where the old data and definition are.
 func TestClusterNeverAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.set(func(op *operator) { op.holdBootstrap = true })
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = true })
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
-	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"restoreTimeoutSeconds":4}`))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"restoreTimeoutSeconds":4,"rollback":false}`))).To(Succeed())
 	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
 
 	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonDeadlineExceeded)))
 	g.Expect(rj.Status.Message).To(ContainSubstring(safetyName(rj)))
 	g.Expect(rj.Status.Message).To(ContainSubstring(captureName(rj)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("rollback is false"))
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse(), "the HelmRelease is back to its prior state")
 	g.Expect(claimHolder(g, ns)).To(BeNil())
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, &corev1.ConfigMap{})).To(Succeed())
+	_, err := getCapture(g, rj)
+	g.Expect(err).NotTo(HaveOccurred(), "a failed restore keeps its capture")
 	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
 		Should(ContainElement(string(backupsv1alpha1.ReasonDeadlineExceeded)))
 }
 
-// Deleting a RestoreJob mid-restore hands the application back.
-func TestRestoreJobDeletedMidRestore(t *testing.T) {
+// Deleting a RestoreJob after the purge does not strand the application:
+// the restore finishes the re-create before its finalizer goes.
+func TestRestoreJobDeletedAfterPurgeFinishes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.set(func(op *operator) { op.holdBootstrap = true })
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = true })
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
 	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonEtcdClusterBootstrapping)
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue())
 
 	g.Expect(k.Delete(ctx, rj)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{})).To(Succeed())
+		g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue())
+	}).WithTimeout(2*time.Second).Should(Succeed(), "the job stays until the cluster is back")
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = false })
 	g.Eventually(func() bool {
-		return k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{}) != nil
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{}))
 	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	c := getCluster(g, ns)
+	g.Expect(bootstrapKey(c)).To(Equal(testPrefix + "b-aaaaa.db"))
+	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
 	g.Expect(claimHolder(g, ns)).To(BeNil())
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(rj)}, &corev1.ConfigMap{})).To(Succeed())
+}
+
+// Deleting a RestoreJob before it destroyed anything hands the application
+// back untouched.
+func TestRestoreJobDeletedBeforePurge(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	old := getCluster(g, ns)
+	// A BackupJob snapshot still running holds the restore before it
+	// takes its safety snapshot.
+	op.Set(func(op *testenv.Operator) { op.LeaveSnapshot = "nightly-abcde" })
+	g.Expect(k.Create(ctx, runningSnapshot(ns, "nightly-abcde"))).To(Succeed())
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonWaitingForSnapshots)
+	g.Expect(k.Delete(ctx, rj)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+	g.Expect(claimHolder(g, ns)).To(BeNil())
 	g.Expect(eventReasons(ns)).To(ContainElement(string(backupsv1alpha1.ReasonRestoreJobDeleted)))
 }
 
@@ -218,7 +260,7 @@ func TestTwoRestoreJobsSerialise(t *testing.T) {
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.set(func(op *operator) { op.holdBootstrap = true })
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = true })
 	g.Expect(k.Create(ctx, ourBackup(ns, "b1", "b1-aaaaa"))).To(Succeed())
 	g.Expect(k.Create(ctx, ourBackup(ns, "b2", "b2-bbbbb"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "first", "b1", `{"safetySnapshot":false}`))).To(Succeed())
@@ -231,7 +273,7 @@ func TestTwoRestoreJobsSerialise(t *testing.T) {
 		g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b1-aaaaa.db"))
 	}).WithTimeout(2 * time.Second).Should(Succeed())
 
-	op.set(func(op *operator) { op.holdBootstrap = false })
+	op.Set(func(op *testenv.Operator) { op.HoldBootstrap = false })
 	waitPhase(t, ns, "first", backupsv1alpha1.RestoreJobPhaseSucceeded)
 	secondDone := waitPhase(t, ns, "second", backupsv1alpha1.RestoreJobPhaseSucceeded)
 	g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal("tenant/etcd/b2-bbbbb.db"))
@@ -246,9 +288,7 @@ func TestTwoRestoreJobsSerialise(t *testing.T) {
 	g.Expect(releaseIdx).To(BeNumerically(">=", 0))
 	g.Expect(secondClaimIdx).To(BeNumerically(">", releaseIdx))
 	g.Expect(indexOf(log, "patch HelmRelease suspend=false", 0)).To(BeNumerically("<", releaseIdx))
-	cm := &corev1.ConfigMap{}
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: captureName(secondDone)}, cm)).To(Succeed())
-	g.Expect(cm.Data[captureKeyHelmRelease]).To(Equal(string(hrNotSuspended)))
+	g.Expect(condition(secondDone, backupsv1alpha1.RestoreConditionSpecCaptured).Message).To(ContainSubstring("HelmRelease was NotSuspended"))
 }
 
 // indexOf returns the index of the nth (0-based) occurrence of s, or -1.

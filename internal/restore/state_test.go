@@ -13,45 +13,72 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
 
 // world builds an observation of a restore in its destructive phase: claim
-// held, capture taken, HelmRelease suspended, the old cluster still there.
+// held, artifact verified, capture taken (with a safety Backup to roll back
+// to), HelmRelease suspended, the old cluster still there.
 func world() *observation {
 	job := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rj", UID: "uid-1",
 		CreationTimestamp: metav1.NewTime(t0), Finalizers: []string{backupsv1alpha1.RestoreFinalizer}}}
 	started := metav1.NewTime(t0)
 	job.Status.StartedAt = &started
 	job.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
-	b := ourBackup("ns", "b", "b-aaaaa")
-	src, _ := artifact.Resolve(b)
+	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid"},
+		Spec:   backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady}}
+	src := artifact.Source{Bucket: testBucket, Endpoint: "https://s3.example.com", Key: "tenant/etcd/b-aaaaa.db", SecretName: testSecret}
 	cluster := liveCluster("ns", "")
 	replicas := int32(3)
-	return &observation{
-		now: t0.Add(time.Minute), job: job, backup: b, source: src, app: testApp,
-		holder:  &claim.Holder{Name: "rj", UID: "uid-1"},
-		capture: &capture{name: "cap", app: testApp, cluster: cluster, hrPrior: hrNotSuspended, source: sourceFrom(src, "b")},
+	rb := restoreSource{Bucket: testBucket, Endpoint: src.Endpoint, Key: "tenant/etcd/rj-safety.db", BackupName: "rj-safety"}
+	o := &observation{
+		now: t0.Add(time.Minute), job: job, backup: b, source: src, app: testApp, driverNS: "driver",
+		verdict: provenance.Verdict{Verified: true, Facts: provenance.Facts{Application: testApp}},
+		target:  claim.Target{Namespace: "ns", Cluster: clusterName},
+		holder:  &claim.Holder{Namespace: "ns", Name: "rj", UID: "uid-1"},
+		capture: &capture{namespace: "driver", name: "cap", app: testApp, cluster: cluster, hrPrior: hrNotSuspended,
+			source: sourceFrom(src, "b"), rollback: &rb},
 		hr:      &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{Suspend: true}},
-		cluster: cluster, clusterTyped: &etcdv1alpha2.EtcdCluster{Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas}},
+		cluster: cluster, clusterTyped: &etcdv1alpha2.EtcdCluster{Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.11"}},
 	}
+	o.opts, _ = parseOptions(nil)
+	return o
 }
 
-func ours(o *observation, key string, ready int32, available bool) {
+// ours makes the live cluster the one this job re-created from key.
+func ours(o *observation, from, key string, ready int32, available bool) {
 	u := o.cluster.DeepCopy()
-	u.SetAnnotations(map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID)})
+	u.SetAnnotations(map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID), backupsv1alpha1.RestoredFromAnnotation: from})
 	o.cluster = u
 	o.clusterTyped.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.RestoreSource{
-		S3: &etcdv1alpha2.S3Source{Bucket: testBucket, Endpoint: testEndpoint, Key: key}}}}
+		S3: &etcdv1alpha2.S3Source{Bucket: testBucket, Endpoint: o.source.Endpoint, Key: key}}}}
 	o.clusterTyped.Status.ReadyMembers = ready
 	if available {
 		o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
 	}
 }
 
+func bootstrapFailedCluster(o *observation, from, key string) {
+	ours(o, from, key, 0, false)
+	o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionFalse,
+		Reason: etcdv1alpha2.ReasonBootstrapFailed, Message: "seed restore failed"}}
+}
+
+func withCondition(o *observation, typ string, status metav1.ConditionStatus, reason backupsv1alpha1.RestoreReason, msg string, at time.Time) {
+	o.job.Status.Conditions = append(o.job.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: string(reason),
+		Message: msg, LastTransitionTime: metav1.NewTime(at)})
+}
+
+func purgedWorld(o *observation) {
+	withCondition(o, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged, "", t0)
+}
+
 func TestDecide(t *testing.T) {
 	const key = "tenant/etcd/b-aaaaa.db"
+	const safetyKey = "tenant/etcd/rj-safety.db"
 	for name, tc := range map[string]struct {
 		mutate func(o *observation)
 		want   state
@@ -65,18 +92,51 @@ func TestDecide(t *testing.T) {
 		"Backup missing past the deadline": {func(o *observation) {
 			o.job.Finalizers, o.backup, o.job.Status = nil, nil, backupsv1alpha1.RestoreJobStatus{}
 			o.now = t0.Add(time.Hour)
-		}, stateFail, backupsv1alpha1.ReasonBackupNotFound},
+		}, stateConclude, backupsv1alpha1.ReasonBackupNotFound},
 		"queued behind another RestoreJob": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture = nil, nil
-			o.holder = &claim.Holder{Name: "other", UID: "uid-2"}
+			o.holder = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}
 		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
 		"queued while the holder has deleted the cluster: wait, not refuse": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped = nil, nil, nil, nil
-			o.holder = &claim.Holder{Name: "other", UID: "uid-2"}
+			o.holder = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}
 		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
+		"a claim whose holder is gone is broken": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture = nil, nil
+			o.holder, o.holderGone = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}, true
+		}, stateBreakStaleClaim, backupsv1alpha1.ReasonClaimBroken},
 		"claim free and no cluster: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped, o.holder = nil, nil, nil, nil, nil
-		}, stateFail, backupsv1alpha1.ReasonSourceClusterNotFound},
+		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
+		"unverified and not where this namespace's backups go: refused": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.verdict, o.admission = provenance.Verdict{Reason: provenance.ReasonUnsigned}, "it points elsewhere"
+		}, stateConclude, backupsv1alpha1.ReasonUnverifiedBackup},
+		"unverified but admitted: claims": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.verdict = provenance.Verdict{Reason: provenance.ReasonUnsigned}
+			o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		}, stateAcquireClaim, backupsv1alpha1.ReasonWaitingForClaim},
+		"edited after the claim: refused before the capture": {func(o *observation) {
+			o.capture = nil
+			o.verdict, o.admission = provenance.Verdict{Reason: provenance.ReasonAltered}, "it points elsewhere"
+		}, stateConclude, backupsv1alpha1.ReasonUnverifiedBackup},
+		"claimed, not yet verified: verify": {func(o *observation) { o.capture = nil }, stateVerifyArtifact, backupsv1alpha1.ReasonVerifyingArtifact},
+		"verification recorded for another source: verify again": {func(o *observation) {
+			o.capture = nil
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified, "ok [0000000000]", t0)
+		}, stateVerifyArtifact, backupsv1alpha1.ReasonVerifyingArtifact},
+		"verification refused this source: conclude": {func(o *observation) {
+			o.capture = nil
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionFalse, backupsv1alpha1.ReasonArtifactMissing,
+				"gone ["+fingerprint(o)+"]", t0)
+		}, stateConclude, backupsv1alpha1.ReasonArtifactMissing},
+		"verified, cluster Available: safety snapshot": {func(o *observation) {
+			o.capture = nil
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"ok ["+fingerprint(o)+"]", t0)
+			o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		}, stateCreateSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
 		"HelmRelease resumed by someone mid-restore is suspended again": {func(o *observation) { o.hr.Spec.Suspend = false },
 			stateSuspendHelmRelease, backupsv1alpha1.ReasonHelmReleaseSuspended},
 		"old cluster present: delete it": {func(o *observation) {}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
@@ -84,40 +144,89 @@ func TestDecide(t *testing.T) {
 			stateWaitPurge, backupsv1alpha1.ReasonPurgingCluster},
 		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster, o.clusterTyped = nil, nil },
 			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
-		"a cluster someone else made after the purge": {func(o *observation) {
-			o.job.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.RestoreConditionPurged, Status: metav1.ConditionTrue}}
-		}, stateFail, backupsv1alpha1.ReasonClusterReplaced},
-		"our cluster with another source": {func(o *observation) { ours(o, "other.db", 3, true) },
-			stateFail, backupsv1alpha1.ReasonClusterReplaced},
-		"Available with only the seed ready is not success": {func(o *observation) { ours(o, key, 1, true) },
+		"a cluster someone else made after the purge": {purgedWorld, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"our cluster with another source": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
+			stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"Available with only the seed ready is not success": {func(o *observation) { ours(o, "b", key, 1, true) },
 			stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
-		"Available and every member ready": {func(o *observation) { ours(o, key, 3, true) },
-			stateSucceed, backupsv1alpha1.ReasonRestoreCompleted},
-		"deadline passed while bootstrapping": {func(o *observation) {
-			ours(o, key, 1, true)
+		"Available and every member ready: success is concluded": {func(o *observation) { ours(o, "b", key, 3, true) },
+			stateConclude, backupsv1alpha1.ReasonRestoreCompleted},
+		"bootstrap failed: roll back": {func(o *observation) { bootstrapFailedCluster(o, "b", key) },
+			stateStartRollback, backupsv1alpha1.ReasonRollingBack},
+		"bootstrap failed, rollback declined": {func(o *observation) {
+			bootstrapFailedCluster(o, "b", key)
+			no := false
+			o.opts.Rollback = &no
+		}, stateConclude, backupsv1alpha1.ReasonBootstrapFailed},
+		"bootstrap failed, no safety Backup": {func(o *observation) {
+			bootstrapFailedCluster(o, "b", key)
+			o.capture.rollback = nil
+		}, stateConclude, backupsv1alpha1.ReasonBootstrapFailed},
+		"deadline passed while bootstrapping: roll back": {func(o *observation) {
+			ours(o, "b", key, 1, true)
 			o.now = t0.Add(31 * time.Minute)
-		}, stateFail, backupsv1alpha1.ReasonDeadlineExceeded},
+		}, stateStartRollback, backupsv1alpha1.ReasonRollingBack},
+		"deadline passed before the purge: fail, nothing to undo": {func(o *observation) {
+			o.capture = nil
+			o.now = t0.Add(31 * time.Minute)
+		}, stateConclude, backupsv1alpha1.ReasonDeadlineExceeded},
 		"restoreTimeoutSeconds overrides the default": {func(o *observation) {
-			ours(o, key, 1, true)
 			o.opts.RestoreTimeoutSeconds = 30
-		}, stateFail, backupsv1alpha1.ReasonDeadlineExceeded},
-		"claim taken over after the capture": {func(o *observation) { o.holder = &claim.Holder{Name: "other", UID: "uid-2"} },
-			stateFail, backupsv1alpha1.ReasonClaimLost},
-		"finished: the HelmRelease goes back first": {func(o *observation) {
-			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseFailed
-		}, stateRestoreHelmRelease, ""},
-		"finished, HelmRelease was suspended before: left alone, claim released": {func(o *observation) {
-			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+		}, stateConclude, backupsv1alpha1.ReasonDeadlineExceeded},
+		"rolling back: the failed cluster is deleted": {func(o *observation) {
+			bootstrapFailedCluster(o, "b", key)
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateDeleteCluster, backupsv1alpha1.ReasonRollingBack},
+		"rolling back: re-create from the safety Backup": {func(o *observation) {
+			o.cluster, o.clusterTyped = nil, nil
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateRecreate, backupsv1alpha1.ReasonRollingBack},
+		"rolled back and healthy: concluded as failed, saying so": {func(o *observation) {
+			ours(o, "rj-safety", safetyKey, 3, true)
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateConclude, backupsv1alpha1.ReasonBootstrapFailed},
+		"rollback bootstrap failed too": {func(o *observation) {
+			bootstrapFailedCluster(o, "rj-safety", safetyKey)
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateConclude, backupsv1alpha1.ReasonRollbackFailed},
+		"claim taken over after the capture": {func(o *observation) { o.holder = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"} },
+			stateConclude, backupsv1alpha1.ReasonClaimLost},
+		"deleted before anything was destroyed": {func(o *observation) {
+			now := metav1.NewTime(t0)
+			o.job.DeletionTimestamp = &now
+		}, stateConclude, backupsv1alpha1.ReasonRestoreJobDeleted},
+		"deleted after the purge: the restore goes on": {func(o *observation) {
+			now := metav1.NewTime(t0)
+			o.job.DeletionTimestamp = &now
+			o.cluster, o.clusterTyped = nil, nil
+		}, stateRecreate, backupsv1alpha1.ReasonClusterPurged},
+		"concluded: the HelmRelease goes back first": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+		}, stateRestoreHelmRelease, backupsv1alpha1.ReasonHandingBack},
+		"concluded, HelmRelease was suspended before: left alone, claim released": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.capture.hrPrior = hrSuspended
-		}, stateReleaseClaim, ""},
+		}, stateReleaseClaim, backupsv1alpha1.ReasonHandingBack},
+		"concluded success, claim released: the capture goes": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
+			o.hr.Spec.Suspend, o.holder = false, nil
+		}, stateDeleteCapture, backupsv1alpha1.ReasonHandingBack},
+		"concluded failure keeps the capture": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			o.hr.Spec.Suspend, o.holder = false, nil
+		}, stateRemoveFinalizer, backupsv1alpha1.ReasonHandingBack},
+		"handed back: the terminal phase is the last write": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			o.hr.Spec.Suspend, o.holder, o.job.Finalizers = false, nil, nil
+		}, stateFinish, backupsv1alpha1.ReasonDeadlineExceeded},
+		"concluded with a safety snapshot still running: it is recorded first": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonRestoreJobDeleted, "x", t0)
+			o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
+		}, stateWaitSafetySnapshot, backupsv1alpha1.ReasonHandingBack},
 		"finished and cleaned up: a later suspension is not undone": {func(o *observation) {
 			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
 			o.job.Finalizers, o.holder = nil, nil
 		}, stateIgnore, ""},
-		"deleted mid-restore": {func(o *observation) {
-			now := metav1.NewTime(t0)
-			o.job.DeletionTimestamp = &now
-		}, stateFail, backupsv1alpha1.ReasonRestoreJobDeleted},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := world()
@@ -130,12 +239,39 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// The re-created cluster carries the restore's source, this job's marks and
+// an operator deadline no later than the restore's own.
+func TestRecreatedCluster(t *testing.T) {
+	o := world()
+	o.cluster, o.clusterTyped = nil, nil
+	d := decide(o, 30*time.Minute)
+	obj, err := recreatedCluster(o, recreateSource(o), d.deadline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, _ := unstructured.NestedString(obj.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
+	pds, _, _ := unstructured.NestedInt64(obj.Object, "spec", "progressDeadlineSeconds")
+	if key != "tenant/etcd/b-aaaaa.db" || pds != 29*60 {
+		t.Fatalf("key %q, progressDeadlineSeconds %d", key, pds)
+	}
+	if obj.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] != "uid-1" || obj.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation] != "b" {
+		t.Fatalf("annotations %v", obj.GetAnnotations())
+	}
+	withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+	if src := recreateSource(o); src.BackupName != "rj-safety" {
+		t.Fatalf("a rollback re-creates from the safety Backup, got %+v", src)
+	}
+	if got := progressDeadlineSeconds(-time.Second); got != 1 {
+		t.Fatalf("a spent budget still gives the CRD's minimum, got %d", got)
+	}
+}
+
 // Failure messages after the capture say how to recover.
 func TestRecoveryAdvice(t *testing.T) {
 	o := world()
-	o.safetyBackup = &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "rj-safety-1234"}}
+	o.cluster = nil // purged
 	msg := recoveryAdvice(o)
-	for _, want := range []string{"ConfigMap ns/cap", "rj-safety-1234", "NotSuspended"} {
+	for _, want := range []string{"ConfigMap driver/cap", "rj-safety", "NotSuspended"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("advice %q does not mention %q", msg, want)
 		}
@@ -146,19 +282,26 @@ func TestRecoveryAdvice(t *testing.T) {
 	}
 }
 
-// Names stay within the limits the operator and Kubernetes impose.
+// Names stay within the limits the operator and Kubernetes impose, whatever
+// the RestoreJob is called.
 func TestChildNames(t *testing.T) {
-	long := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Name: "a-very-long-restore-job-name-that-goes-on-and-on-and-on-for-ever", UID: "u"}}
-	if n := safetyName(long); len(n) > 48 {
-		t.Errorf("safety name %q is %d characters", n, len(n))
-	}
-	if n := captureName(long); len(n) > 63 {
-		t.Errorf("capture name %q is %d characters", n, len(n))
-	}
-	other := long.DeepCopy()
-	other.UID = "v"
-	if safetyName(long) == safetyName(other) {
-		t.Error("a re-created RestoreJob of the same name must not reuse the safety names")
+	for _, name := range []string{
+		"a-very-long-restore-job-name-that-goes-on-and-on-and-on-for-ever-and-ever",
+		"restore-from-the-nightly-backup.2026-06-01",
+		strings.Repeat("r", 253),
+	} {
+		rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: "u"}}
+		if n := safetyName(rj); len(n) > 48 || strings.Contains(n, ".") {
+			t.Errorf("safety name %q is not a DNS label of at most 48 characters", n)
+		}
+		if n := captureName(rj); len(n) > 253 {
+			t.Errorf("capture name %q is %d characters", n, len(n))
+		}
+		other := rj.DeepCopy()
+		other.UID = "v"
+		if safetyName(rj) == safetyName(other) || captureName(rj) == captureName(other) {
+			t.Error("a re-created RestoreJob of the same name must not reuse the child names")
+		}
 	}
 }
 
@@ -181,5 +324,28 @@ func TestCapturedCluster(t *testing.T) {
 	}
 	if got.GetAnnotations()["meta.helm.sh/release-name"] != "etcd" || got.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {
 		t.Error("labels or annotations lost")
+	}
+}
+
+// An unverified Backup's object must be exactly one the namespace's
+// strategy could have written.
+func TestMatchRendered(t *testing.T) {
+	rendered := []strategyS3{{Bucket: "bkt", Endpoint: "https://s3", Key: "tenant-a/etcd/", Secret: "creds"}}
+	for key, ok := range map[string]bool{
+		"tenant-a/etcd/nightly-abc.db":         true,
+		"tenant-a/etcd/sub/nightly.db":         false,
+		"tenant-a/etcd/../tenant-b/etcd/x.db": false,
+		"tenant-b/etcd/nightly.db":             false,
+		"tenant-a/etcd/.db":                    false,
+		"tenant-a/etcd/nightly.tar":            false,
+	} {
+		src := artifact.Source{Bucket: "bkt", Endpoint: "https://s3", Key: key, SecretName: "creds"}
+		if got := matchRendered(src, toTemplates(rendered)) == ""; got != ok {
+			t.Errorf("key %q admitted=%v, want %v", key, got, ok)
+		}
+	}
+	other := artifact.Source{Bucket: "bkt", Endpoint: "https://evil", Key: "tenant-a/etcd/x.db", SecretName: "creds"}
+	if matchRendered(other, toTemplates(rendered)) == "" {
+		t.Error("another endpoint was admitted")
 	}
 }

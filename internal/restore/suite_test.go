@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"github.com/minio/minio-go/v7"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,6 +32,9 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -36,17 +42,45 @@ import (
 // k is the test's own uncached client: it plays the etcd-operator and Flux.
 var k client.Client
 
+// s3srv is a real S3 server (the sandbox's) that snapshots go to; s3c is
+// the test's client of it.
+var (
+	s3srv *s3server.Server
+	s3c   *minio.Client
+)
+
+// testKeys are the provenance keys of the driver under test.
+var testKeys = provenance.StaticKeys{ActiveID: "t1", Keys: map[string][]byte{"t1": []byte(strings.Repeat("k", 32))}}
+
+var s3Creds = s3server.Credentials{AccessKeyID: "restore-test", SecretAccessKey: "restore-test-secret"}
+
 // writes records every write the controller makes, per namespace, and
 // injects faults into them.
 var writes = &writeLog{byNS: map[string][]string{}}
 
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "restore-s3-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	if s3srv, err = s3server.Start(dir, s3Creds, testBucket); err != nil {
+		panic(err)
+	}
+	testEndpoint = s3srv.URL
+	if s3c, err = testenv.S3Client(s3srv.URL, s3Creds.AccessKeyID, s3Creds.SecretAccessKey); err != nil {
+		panic(err)
+	}
 	os.Exit(testenv.Run(m, func(env *testenv.Env) {
 		k = env.Client
+		createStrategy(env.Client)
 		ctrl.SetLogger(zap.New(zap.UseDevMode(true), zap.WriteTo(logSink())))
+		own := map[string]cache.Config{testenv.DriverNamespace: {}}
 		byObject := map[client.Object]cache.ByObject{
 			&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(MemberPVCLabels())},
-			&coordinationv1.Lease{}:         {Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
+			&coordinationv1.Lease{}: {Namespaces: own,
+				Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
+			&corev1.ConfigMap{}: {Namespaces: own, Label: labels.SelectorFromSet(CaptureLabels())},
 		}
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 			Scheme:  driverscheme.New(),
@@ -62,11 +96,22 @@ func TestMain(m *testing.M) {
 		if err != nil {
 			panic(err)
 		}
+		policy, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
+		if err != nil {
+			panic(err)
+		}
+		writer := interceptor.NewClient(direct, writes.funcs())
+		claims := claim.Store{Client: writer, Reader: mgr.GetAPIReader(), Namespace: testenv.DriverNamespace}
+		testClaims = claim.Store{Client: k, Reader: k, Namespace: testenv.DriverNamespace}
 		r := &Reconciler{
-			Client:   interceptor.NewClient(direct, writes.funcs()),
-			Reader:   &flakyReader{Reader: mgr.GetAPIReader()},
-			Recorder: mgr.GetEventRecorder("etcd-restore"),
-			Deadline: 30 * time.Minute,
+			Client:    writer,
+			Reader:    &flakyReader{Reader: mgr.GetAPIReader()},
+			Recorder:  mgr.GetEventRecorder("etcd-restore"),
+			Deadline:  30 * time.Minute,
+			Namespace: testenv.DriverNamespace,
+			Claims:    claims,
+			Keys:      testKeys,
+			Policy:    policy,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)
@@ -74,7 +119,8 @@ func TestMain(m *testing.M) {
 		// The BackupJob controller runs too, to show BackupJobs wait for a
 		// restore's claim.
 		bj := &backupjob.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("etcd-backup"), Deadline: time.Minute}
+			Recorder: mgr.GetEventRecorder("etcd-backup"), Deadline: time.Minute,
+			Keys: testKeys, Policy: policy, Claims: claims}
 		if err := bj.SetupWithManager(mgr, 2); err != nil {
 			panic(err)
 		}
@@ -130,6 +176,19 @@ func (w *writeLog) of(ns string) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.byNS[ns]...)
+}
+
+// nsOf is the tenant namespace a write concerns: the object's own, or for
+// claims and captures in the driver's namespace, the one they are for.
+func nsOf(obj client.Object) string {
+	if obj.GetNamespace() == testenv.DriverNamespace {
+		for _, l := range []string{claim.TargetNamespaceLabel, backupsv1alpha1.CaptureForLabel} {
+			if v := obj.GetLabels()[l]; v != "" {
+				return v
+			}
+		}
+	}
+	return obj.GetNamespace()
 }
 
 // do runs one write through the fault injector and records it when applied.
@@ -188,28 +247,41 @@ func point(verb, kind string, obj client.Object) string {
 func (w *writeLog) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return w.do(obj.GetNamespace(), point("create", kindOf(c, obj), obj), func() error { return c.Create(ctx, obj, opts...) })
+			return w.do(nsOf(obj), point("create", kindOf(c, obj), obj), func() error { return c.Create(ctx, obj, opts...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			return w.do(obj.GetNamespace(), point("delete", kindOf(c, obj), obj), func() error { return c.Delete(ctx, obj, opts...) })
+			return w.do(nsOf(obj), point("delete", kindOf(c, obj), obj), func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return w.do(obj.GetNamespace(), point("update", kindOf(c, obj), obj), func() error { return c.Update(ctx, obj, opts...) })
+			return w.do(nsOf(obj), point("update", kindOf(c, obj), obj), func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return w.do(obj.GetNamespace(), point("patch", kindOf(c, obj), obj), func() error { return c.Patch(ctx, obj, p, opts...) })
+			return w.do(nsOf(obj), point("patch", kindOf(c, obj), obj), func() error { return c.Patch(ctx, obj, p, opts...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			id := "status"
 			if rj, ok := obj.(*backupsv1alpha1.RestoreJob); ok {
-				id = "status " + readyReason(rj)
-				if readyReason(rj) == "" {
-					id = "status (no reason)"
-				}
+				id = statusPoint(rj)
 			}
 			return w.do(obj.GetNamespace(), id, func() error { return c.SubResource(sub).Patch(ctx, obj, p, opts...) })
 		},
 	}
+}
+
+// statusPoint names a RestoreJob status write by the Ready reason it
+// carries; the artifact check's own write is told apart by its condition.
+func statusPoint(rj *backupsv1alpha1.RestoreJob) string {
+	reason := readyReason(rj)
+	switch {
+	case reason == "":
+		return "status (no reason)"
+	case reason == string(backupsv1alpha1.ReasonVerifyingArtifact) &&
+		meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionArtifactVerified) != nil:
+		return "status ArtifactChecked"
+	case rj.Status.Phase.IsTerminal():
+		return "status " + string(rj.Status.Phase)
+	}
+	return "status " + reason
 }
 
 // flakyReader fails the next reads of Backups in chosen namespaces with a

@@ -114,7 +114,7 @@ func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verifi
 func refusal(loc s3object.Location, err error) (verification, error) {
 	v := verification{message: fmt.Sprintf("%s: %v", loc, err)}
 	switch {
-	case errors.Is(err, s3object.ErrNotFound):
+	case errors.Is(err, s3object.ErrNotFound), errors.Is(err, s3object.ErrNoSuchBucket):
 		v.reason = backupsv1alpha1.ReasonArtifactMissing
 		v.message = fmt.Sprintf("%s does not exist; the snapshot was deleted or never stored, so this Backup cannot be restored", loc)
 	case errors.Is(err, s3object.ErrAccessDenied):

@@ -19,8 +19,10 @@ const defaultRegion = "us-east-1"
 
 // Errors a caller may act on; other errors are transient.
 var (
-	// ErrNotFound: no such object (or bucket).
+	// ErrNotFound: no such object.
 	ErrNotFound = errors.New("S3 object not found")
+	// ErrNoSuchBucket: no such bucket (or the endpoint or region is wrong).
+	ErrNoSuchBucket = errors.New("S3 bucket not found")
 	// ErrAccessDenied: S3 refused the credentials for this object.
 	ErrAccessDenied = errors.New("S3 refused the credentials")
 	// ErrRefused: the endpoint breaks the endpoint policy; nothing was sent.
@@ -109,7 +111,8 @@ func (s Store) Open(ctx context.Context, loc Location, creds Credentials) (io.Re
 	return &classifyingReader{obj: obj, loc: loc}, nil
 }
 
-// Delete removes the object; a missing one is already deleted.
+// Delete removes the object; a missing object is already deleted (a
+// missing bucket is an error: the location may be wrong).
 func (s Store) Delete(ctx context.Context, loc Location, creds Credentials) error {
 	mc, err := s.client(loc, creds)
 	if err != nil {
@@ -124,8 +127,10 @@ func (s Store) Delete(ctx context.Context, loc Location, creds Credentials) erro
 
 func classify(loc Location, err error) error {
 	switch minio.ToErrorResponse(err).Code {
-	case minio.NoSuchKey, minio.NoSuchBucket, "NotFound":
+	case minio.NoSuchKey, "NotFound":
 		return fmt.Errorf("%w: %s", ErrNotFound, loc)
+	case minio.NoSuchBucket:
+		return fmt.Errorf("%w: %s", ErrNoSuchBucket, loc)
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %s: %v", ErrAccessDenied, loc, err)
 	}

@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"path/filepath"
 	"runtime"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -71,8 +74,20 @@ func Start(extraCRDPaths ...string) (*Env, error) {
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("testenv: client: %w", err), env.Stop())
 	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DriverNamespace}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		return nil, errors.Join(fmt.Errorf("testenv: create the driver's namespace: %w", err), env.Stop())
+	}
 	return &Env{Config: cfg, Client: c, env: env}, nil
 }
+
+// DriverNamespace is the driver's own namespace every Env has (the
+// manager's default), for its claims, captures and provenance key.
+const DriverNamespace = "etcd-backup-driver"
+
+// LoopbackCIDRs lets the driver's endpoint policy reach S3 servers that
+// tests run on loopback.
+var LoopbackCIDRs = []string{"127.0.0.0/8"}
 
 // Stop ends the API server and etcd.
 func (e *Env) Stop() error {

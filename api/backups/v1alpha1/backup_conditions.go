@@ -30,10 +30,6 @@ const (
 	// BackupReasonObjectDeleteFailed: the S3 delete failed; retried with
 	// backoff.
 	BackupReasonObjectDeleteFailed = "ObjectDeleteFailed"
-	// BackupReasonUnresolvableArtifact: the Backup does not say where its
-	// object is (or says it unusably), so it cannot be deleted; an admin may
-	// skip the object deletion with an annotation.
-	BackupReasonUnresolvableArtifact = "UnresolvableArtifact"
 	// BackupReasonInUseByRestore: an unfinished RestoreJob reads the
 	// Backup, so its object is kept until the restore ends.
 	BackupReasonInUseByRestore = "InUseByRestore"

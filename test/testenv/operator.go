@@ -1,0 +1,205 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/minio/minio-go/v7"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
+)
+
+// Operator plays the etcd-operator and Flux's helm-controller in one
+// namespace, by writing what they would write: it completes EtcdSnapshots
+// (storing a real etcd-shaped snapshot object in S3 and reporting its URI,
+// size and sha256), removes the member PVCs of a deleted cluster, brings a
+// re-created cluster up (or fails its bootstrap, when told), and marks
+// resumed HelmReleases Ready. Envtest suites use it where the real
+// stand-ins (internal/sandbox) would be too slow.
+type Operator struct {
+	c  client.Client
+	ns string
+	s3 *minio.Client
+
+	mu sync.Mutex
+	// HoldBootstrap keeps re-created clusters from becoming healthy.
+	HoldBootstrap bool
+	// FailBootstrap fails the bootstrap of clusters whose restore key
+	// satisfies it (BootstrapFailed, as the operator does past its
+	// progress deadline).
+	FailBootstrap func(key string) bool
+	// FailSnapshots fails every EtcdSnapshot.
+	FailSnapshots bool
+	// LeaveSnapshot names a snapshot the operator does not touch.
+	LeaveSnapshot string
+	// BootstrapWhen, when set, must hold before a re-created cluster
+	// becomes healthy (tests use it to see every waiting state).
+	BootstrapWhen func(ctx context.Context) bool
+}
+
+// StartOperator runs an Operator for ns until the test ends. s3 is a client
+// of the S3 server snapshots go to (their destination's endpoint is not
+// dialled: tests point it at the same server).
+func StartOperator(t testing.TB, c client.Client, ns string, s3 *minio.Client) *Operator {
+	ctx, cancel := context.WithCancel(context.Background())
+	op := &Operator{c: c, ns: ns, s3: s3}
+	t.Cleanup(cancel)
+	go func() {
+		for ctx.Err() == nil {
+			op.step(ctx)
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	return op
+}
+
+// Set changes the operator's behaviour.
+func (op *Operator) Set(f func(op *Operator)) {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	f(op)
+}
+
+func (op *Operator) step(ctx context.Context) {
+	op.mu.Lock()
+	hold, failBoot, failSnaps, leave, when := op.HoldBootstrap, op.FailBootstrap, op.FailSnapshots, op.LeaveSnapshot, op.BootstrapWhen
+	op.mu.Unlock()
+	if when != nil && !hold {
+		hold = !when(ctx)
+	}
+	op.snapshots(ctx, failSnaps, leave)
+	op.cluster(ctx, hold, failBoot)
+	op.helmRelease(ctx)
+}
+
+func (op *Operator) snapshots(ctx context.Context, fail bool, leave string) {
+	var snaps etcdv1alpha2.EtcdSnapshotList
+	if op.c.List(ctx, &snaps, client.InNamespace(op.ns)) != nil {
+		return
+	}
+	for i := range snaps.Items {
+		s := &snaps.Items[i]
+		if s.Status.Phase != "" || s.Name == leave || s.Spec.Destination.S3 == nil {
+			continue
+		}
+		if fail {
+			s.Status.Phase = etcdv1alpha2.SnapshotPhaseFailed
+			s.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionFalse, Reason: "JobFailed",
+				Message: "snapshot job failed", LastTransitionTime: metav1.Now()}}
+			_ = op.c.Status().Update(ctx, s)
+			continue
+		}
+		dest := s.Spec.Destination.S3
+		key := artifact.ObjectKey(dest.Key, s.Name)
+		data := Snapshot(4, s.Name)
+		if _, err := op.s3.PutObject(ctx, dest.Bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+			continue
+		}
+		s.Status.Phase = etcdv1alpha2.SnapshotPhaseComplete
+		s.Status.Artifact = &etcdv1alpha2.SnapshotArtifact{URI: artifact.URI(dest.Bucket, key), SizeBytes: int64(len(data)), Checksum: Checksum(data)}
+		s.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "SnapshotStored",
+			Message: "stored", LastTransitionTime: metav1.Now()}}
+		_ = op.c.Status().Update(ctx, s)
+	}
+}
+
+func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string) bool) {
+	c := &etcdv1alpha2.EtcdCluster{}
+	err := op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: "etcd"}, c)
+	switch {
+	case apierrors.IsNotFound(err):
+		var pvcs corev1.PersistentVolumeClaimList
+		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns)) == nil {
+			for i := range pvcs.Items {
+				p := &pvcs.Items[i]
+				if len(p.Finalizers) > 0 {
+					p.Finalizers = nil
+					_ = op.c.Update(ctx, p)
+				}
+				_ = op.c.Delete(ctx, p)
+			}
+		}
+	case err != nil, c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil, hold,
+		meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable) != nil:
+		return
+	case failBoot != nil && c.Spec.Bootstrap.Restore.Source.S3 != nil && failBoot(c.Spec.Bootstrap.Restore.Source.S3.Key):
+		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
+			Status: metav1.ConditionFalse, Reason: etcdv1alpha2.ReasonBootstrapFailed, Message: "seed restore failed: not an etcd snapshot"})
+		_ = op.c.Status().Update(ctx, c)
+	default:
+		_ = MarkHealthy(ctx, op.c, client.ObjectKeyFromObject(c))
+	}
+}
+
+func (op *Operator) helmRelease(ctx context.Context) {
+	var list helmv2.HelmReleaseList
+	if op.c.List(ctx, &list, client.InNamespace(op.ns)) != nil {
+		return
+	}
+	for i := range list.Items {
+		hr := &list.Items[i]
+		if hr.Spec.Suspend {
+			continue
+		}
+		ready := meta.FindStatusCondition(hr.Status.Conditions, "Ready")
+		if ready == nil || ready.ObservedGeneration < hr.Generation {
+			meta.SetStatusCondition(&hr.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue,
+				Reason: "UpgradeSucceeded", Message: "release reconciled", ObservedGeneration: hr.Generation})
+			_ = op.c.Status().Update(ctx, hr)
+		}
+	}
+}
+
+// MarkHealthy plays the operator reporting every member of a cluster ready.
+func MarkHealthy(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	cl := &etcdv1alpha2.EtcdCluster{}
+	if err := c.Get(ctx, key, cl); err != nil {
+		return err
+	}
+	replicas := int32(1)
+	if cl.Spec.Replicas != nil {
+		replicas = *cl.Spec.Replicas
+	}
+	cl.Status.ReadyMembers = replicas
+	cl.Status.ClusterID = "c1"
+	meta.SetStatusCondition(&cl.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
+		Status: metav1.ConditionTrue, Reason: etcdv1alpha2.ReasonQuorumHealthy, Message: "all members healthy"})
+	return c.Status().Update(ctx, cl)
+}
+
+// Snapshot is an etcd-shaped snapshot of pages 4 KiB pages (content derived
+// from seed) followed by the sha256 of those pages, as etcd's Maintenance
+// API streams it: it passes the driver's integrity check.
+func Snapshot(pages int, seed string) []byte {
+	db := make([]byte, pages*4096)
+	h := sha256.Sum256([]byte(seed))
+	for i := range db {
+		db[i] = h[i%len(h)] ^ byte(i/251)
+	}
+	sum := sha256.Sum256(db)
+	return append(db, sum[:]...)
+}
+
+// Checksum is data's checksum as a Backup records it.
+func Checksum(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// S3Client is a path-style client of an S3 server for tests.
+func S3Client(endpoint, accessKey, secretKey string) (*minio.Client, error) {
+	return objstore.New(objstore.Location{Endpoint: endpoint, ForcePathStyle: true}, accessKey, secretKey)
+}
