@@ -128,19 +128,25 @@ func TestPreflightRefusals(t *testing.T) {
 		"credentials Secret missing": {app: appOpts{noSecret: true}, want: backupsv1alpha1.ReasonCredentialsUnavailable},
 		"no live EtcdCluster":        {app: appOpts{noCluster: true}, want: backupsv1alpha1.ReasonSourceClusterNotFound},
 		"paused cluster": {
-			app:  appOpts{mutate: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, int64(0), "spec", "replicas") }},
+			app: appOpts{mutate: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, int64(0), "spec", "replicas")
+			}},
 			want: backupsv1alpha1.ReasonClusterPaused,
 		},
 		"in-memory cluster": {
-			app:  appOpts{mutate: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "Memory", "spec", "storage", "medium") }},
+			app: appOpts{mutate: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "Memory", "spec", "storage", "medium")
+			}},
 			want: backupsv1alpha1.ReasonMemoryStorage,
 		},
 		"volume too small for the restore": {
-			app:  appOpts{mutate: func(u *unstructured.Unstructured) { _ = unstructured.SetNestedField(u.Object, "10Ki", "spec", "storage", "size") }},
+			app: appOpts{mutate: func(u *unstructured.Unstructured) {
+				_ = unstructured.SetNestedField(u.Object, "10Ki", "spec", "storage", "size")
+			}},
 			want: backupsv1alpha1.ReasonInsufficientStorage,
 		},
 		"snapshot from a newer etcd": {app: appOpts{mutate: setVersion("3.5.21")}, want: backupsv1alpha1.ReasonEtcdVersionTooOld},
-		"no copy possible": {app: appOpts{notAvailable: true}, want: backupsv1alpha1.ReasonClusterNotAvailable},
+		"no copy possible":           {app: appOpts{notAvailable: true}, want: backupsv1alpha1.ReasonClusterNotAvailable},
 		"safety snapshot demanded of an unavailable cluster": {
 			app: appOpts{notAvailable: true},
 			job: func(rj *backupsv1alpha1.RestoreJob) {
@@ -149,15 +155,21 @@ func TestPreflightRefusals(t *testing.T) {
 			want: backupsv1alpha1.ReasonClusterNotAvailable,
 		},
 		"malformed options": {
-			job:  func(rj *backupsv1alpha1.RestoreJob) { rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":"soon"}`)} },
+			job: func(rj *backupsv1alpha1.RestoreJob) {
+				rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":"soon"}`)}
+			},
 			want: backupsv1alpha1.ReasonMalformedOptions,
 		},
 		"misspelt option": {
-			job:  func(rj *backupsv1alpha1.RestoreJob) { rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"safetySnaphot":false}`)} },
+			job: func(rj *backupsv1alpha1.RestoreJob) {
+				rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"safetySnaphot":false}`)}
+			},
 			want: backupsv1alpha1.ReasonMalformedOptions,
 		},
 		"timeout beyond the cap": {
-			job:  func(rj *backupsv1alpha1.RestoreJob) { rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":9999999}`)} },
+			job: func(rj *backupsv1alpha1.RestoreJob) {
+				rj.Spec.Options = &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":9999999}`)}
+			},
 			want: backupsv1alpha1.ReasonMalformedOptions,
 		},
 		"object deleted out of band": {
@@ -169,8 +181,10 @@ func TestPreflightRefusals(t *testing.T) {
 			want:  backupsv1alpha1.ReasonArtifactSizeMismatch,
 		},
 		"object overwritten with random bytes of the same size": {
-			after: func(b *backupsv1alpha1.Backup) { putObject(objectKey(b), bytes.Repeat([]byte{0x5a}, int(b.Status.Artifact.SizeBytes))) },
-			want:  backupsv1alpha1.ReasonArtifactChecksumMismatch,
+			after: func(b *backupsv1alpha1.Backup) {
+				putObject(objectKey(b), bytes.Repeat([]byte{0x5a}, int(b.Status.Artifact.SizeBytes)))
+			},
+			want: backupsv1alpha1.ReasonArtifactChecksumMismatch,
 		},
 		"wrong checksum recorded": {
 			backup: func(ns string) *backupsv1alpha1.Backup {

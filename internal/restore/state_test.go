@@ -332,12 +332,12 @@ func TestCapturedCluster(t *testing.T) {
 func TestMatchRendered(t *testing.T) {
 	rendered := []strategyS3{{Bucket: "bkt", Endpoint: "https://s3", Key: "tenant-a/etcd/", Secret: "creds"}}
 	for key, ok := range map[string]bool{
-		"tenant-a/etcd/nightly-abc.db":         true,
-		"tenant-a/etcd/sub/nightly.db":         false,
+		"tenant-a/etcd/nightly-abc.db":        true,
+		"tenant-a/etcd/sub/nightly.db":        false,
 		"tenant-a/etcd/../tenant-b/etcd/x.db": false,
-		"tenant-b/etcd/nightly.db":             false,
-		"tenant-a/etcd/.db":                    false,
-		"tenant-a/etcd/nightly.tar":            false,
+		"tenant-b/etcd/nightly.db":            false,
+		"tenant-a/etcd/.db":                   false,
+		"tenant-a/etcd/nightly.tar":           false,
 	} {
 		src := artifact.Source{Bucket: "bkt", Endpoint: "https://s3", Key: key, SecretName: "creds"}
 		if got := matchRendered(src, toTemplates(rendered)) == ""; got != ok {
