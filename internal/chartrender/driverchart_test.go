@@ -3,6 +3,7 @@ package chartrender
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,8 +50,9 @@ func TestDriverDeploymentIsHardened(t *testing.T) {
 	g.Expect(c["image"]).To(Equal("ghcr.io/etcd-backup-driver/etcd-backup-driver:0.1.0"))
 	g.Expect(c["args"]).To(ConsistOf(
 		"--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--leader-elect=true", "--leader-election-namespace="+driverNS,
-		"--max-concurrent-reconciles=4", "--backup-deadline=20m", "--restore-deadline=30m", "--zap-log-level=info",
+		"--leader-elect=true", "--leader-election-namespace="+driverNS, "--namespace="+driverNS,
+		"--provenance-secret=etcd-backup-driver-provenance",
+		"--max-concurrent-reconciles=4", "--backup-deadline=30m", "--restore-deadline=30m", "--zap-log-level=info",
 	))
 	svc := Find(objs, "Service", "etcd-backup-driver-metrics")
 	g.Expect(field(g, svc, "spec", "ports")).To(ContainElement(HaveKeyWithValue("port", BeEquivalentTo(8080))))
@@ -87,8 +89,15 @@ func TestDriverFlagsFollowValues(t *testing.T) {
 	})
 	t.Run("lease Role follows the lease namespace", func(t *testing.T) {
 		g := NewWithT(t)
-		role := Find(renderDriver(t, map[string]any{"leaderElection": map[string]any{"namespace": "elsewhere"}}), "Role", "etcd-backup-driver-leader-election")
+		objs := renderDriver(t, map[string]any{"leaderElection": map[string]any{"namespace": "elsewhere"}})
+		role := Find(objs, "Role", "etcd-backup-driver-leader-election")
 		g.Expect(role.GetNamespace()).To(Equal("elsewhere"))
+		g.Expect(field(g, role, "rules")).To(ConsistOf(HaveKeyWithValue("resources", ConsistOf("leases"))))
+		g.Expect(Find(objs, "Role", "etcd-backup-driver").GetNamespace()).To(Equal(driverNS), "the driver's own Role stays home")
+	})
+	t.Run("no extra Role when the lease is at home", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(Find(renderDriver(t, nil), "Role", "etcd-backup-driver-leader-election")).To(BeNil())
 	})
 	t.Run("two replicas need leader election", func(t *testing.T) {
 		g := NewWithT(t)
@@ -126,7 +135,7 @@ func TestDriverRBACIsTheGeneratedRole(t *testing.T) {
 	}
 	cr := Find(objs, "ClusterRole", "etcd-backup-driver")
 	g.Expect(normalize(cr.Object["rules"])).To(Equal(normalize(wantCluster)))
-	role := Find(objs, "Role", "etcd-backup-driver-leader-election")
+	role := Find(objs, "Role", "etcd-backup-driver")
 	g.Expect(role.GetNamespace()).To(Equal(driverNS))
 	g.Expect(normalize(role.Object["rules"])).To(Equal(normalize(wantNamespaced)))
 	g.Expect(normalize(role.Object["rules"])).To(ContainElement(HaveKeyWithValue("resources", ContainElement("leases"))))
@@ -145,6 +154,72 @@ func TestDriverRBACIsTheGeneratedRole(t *testing.T) {
 	}
 	binding := Find(objs, "ClusterRoleBinding", "etcd-backup-driver")
 	g.Expect(field(g, binding, "subjects")).To(Equal([]any{map[string]any{"kind": "ServiceAccount", "name": "etcd-backup-driver", "namespace": driverNS}}))
+}
+
+// The generated role is least privilege where a tenant could otherwise
+// reach: EtcdClusters and HelmReleases by name only (create cannot be
+// restricted by name), Leases and ConfigMaps only in the driver's own
+// namespace, Secrets get only (create only at home, for the provenance
+// key), and update on exactly the finalizers subresources that
+// blockOwnerDeletion needs.
+func TestGeneratedRoleIsLeastPrivileged(t *testing.T) {
+	g := NewWithT(t)
+	generated, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "..", "..", "config", "rbac", "role.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	type rule struct {
+		APIGroups     []string `json:"apiGroups"`
+		Resources     []string `json:"resources"`
+		ResourceNames []string `json:"resourceNames"`
+		Verbs         []string `json:"verbs"`
+	}
+	rules := map[string][]rule{}
+	for _, doc := range strings.Split(string(generated), "\n---\n") {
+		var m struct {
+			Kind  string `json:"kind"`
+			Rules []rule `json:"rules"`
+		}
+		g.Expect(yaml.Unmarshal([]byte(doc), &m)).To(Succeed())
+		rules[m.Kind] = append(rules[m.Kind], m.Rules...)
+	}
+	grants := func(kind, group, resource string) (names []string, verbs []string) {
+		for _, r := range rules[kind] {
+			for _, res := range r.Resources {
+				if res == resource && slices.Contains(r.APIGroups, group) {
+					if len(r.ResourceNames) > 0 {
+						names = append(names, r.ResourceNames...)
+					} else {
+						verbs = append(verbs, r.Verbs...)
+					}
+				}
+			}
+		}
+		return names, verbs
+	}
+	for _, res := range []struct{ group, resource string }{{"etcd-operator.cozystack.io", "etcdclusters"}, {"helm.toolkit.fluxcd.io", "helmreleases"}} {
+		names, unnamed := grants("ClusterRole", res.group, res.resource)
+		g.Expect(names).To(ConsistOf("etcd"), res.resource)
+		for _, v := range unnamed {
+			g.Expect(v).To(Equal("create"), "%s: only create (which names cannot restrict) is granted without resourceNames", res.resource)
+		}
+	}
+	for _, res := range []string{"leases", "configmaps"} {
+		group := ""
+		if res == "leases" {
+			group = "coordination.k8s.io"
+		}
+		_, cluster := grants("ClusterRole", group, res)
+		g.Expect(cluster).To(BeEmpty(), "%s only in the driver's namespace", res)
+		_, own := grants("Role", group, res)
+		g.Expect(own).NotTo(BeEmpty(), res)
+	}
+	_, secrets := grants("ClusterRole", "", "secrets")
+	g.Expect(secrets).To(ConsistOf("get"))
+	_, ownSecrets := grants("Role", "", "secrets")
+	g.Expect(ownSecrets).To(ConsistOf("get", "create"))
+	for _, f := range []string{"backupjobs/finalizers", "backups/finalizers", "restorejobs/finalizers"} {
+		_, verbs := grants("ClusterRole", "backups.cozystack.io", f)
+		g.Expect(verbs).To(ConsistOf("update"), f)
+	}
 }
 
 func containsAny(list []any, s string) bool {

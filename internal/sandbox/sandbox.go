@@ -114,6 +114,9 @@ func Start(o Options) (_ *Sandbox, err error) {
 	driverOpts := manager.DefaultOptions()
 	driverOpts.MetricsAddr, driverOpts.ProbeAddr = "0", "0"
 	driverOpts.SkipControllerNameValidation = true
+	// The embedded S3 server listens on loopback, which the endpoint
+	// policy refuses unless allowed.
+	driverOpts.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
 	if o.Driver != nil {
 		o.Driver(&driverOpts)
 	}

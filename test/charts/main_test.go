@@ -12,6 +12,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/minio/minio-go/v7"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -25,6 +28,13 @@ const (
 )
 
 var env *testenv.Env
+
+// s3srv is the S3 server snapshots go to; s3c is a client of it.
+var (
+	s3srv   *s3server.Server
+	s3c     *minio.Client
+	s3Creds = s3server.Credentials{AccessKeyID: "charts-test", SecretAccessKey: "charts-test-secret"}
+)
 
 // moduleDir returns a module's folder in the module cache, downloading it
 // through the Go proxy when needed.
@@ -55,6 +65,20 @@ func run(m *testing.M) int {
 	}
 	promOperator, err := moduleDir(promOperatorModule)
 	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	dir, err := os.MkdirTemp("", "charts-s3-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if s3srv, err = s3server.Start(dir, s3Creds, "etcd-backups"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if s3c, err = testenv.S3Client(s3srv.URL, s3Creds.AccessKeyID, s3Creds.SecretAccessKey); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

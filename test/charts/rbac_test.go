@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,9 +22,11 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 const (
@@ -78,28 +81,48 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	sa, err := client.New(cfg, client.Options{Scheme: driverscheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
-	for name, list := range map[string]client.ObjectList{
-		"secrets (cluster-wide)":  &corev1.SecretList{},
-		"secrets (own namespace)": &corev1.SecretList{},
-		"pods":                    &corev1.PodList{},
-		"configmaps":              &corev1.ConfigMapList{},
+	ensureNamespace(g, "tenant-privilege")
+	for name, tc := range map[string]struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		"secrets (cluster-wide)":           {list: &corev1.SecretList{}},
+		"secrets (own namespace)":          {list: &corev1.SecretList{}, opts: []client.ListOption{client.InNamespace(driverNamespace)}},
+		"pods":                             {list: &corev1.PodList{}},
+		"configmaps (cluster-wide)":        {list: &corev1.ConfigMapList{}},
+		"configmaps (a tenant's)":          {list: &corev1.ConfigMapList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
+		"leases (a tenant's)":              {list: &coordinationv1.LeaseList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
+		"etcdclusters of any name":         {list: &etcdv1alpha2.EtcdClusterList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
+		"helmreleases of any name":         {list: &helmv2.HelmReleaseList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
+		"etcdclusters, another name field": {list: &etcdv1alpha2.EtcdClusterList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": "other"}}},
 	} {
-		var opts []client.ListOption
-		if name == "secrets (own namespace)" {
-			opts = append(opts, client.InNamespace(driverNamespace))
-		}
-		err := sa.List(ctx, list, opts...)
+		err := sa.List(ctx, tc.list, tc.opts...)
 		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%s: want Forbidden, got %v", name, err)
 	}
-	// Outside the leader-election namespace Leases are restore claims: the
-	// driver creates and deletes them but never rewrites one, so it cannot
-	// take over another holder's Lease (leader election or a claim).
-	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "not-ours"}}
+	// What the driver needs, it has: the one EtcdCluster and HelmRelease
+	// name (list and watch through a field selector, as its caches do),
+	// and captures and claims in its own namespace.
+	for name, tc := range map[string]struct {
+		list client.ObjectList
+		opts []client.ListOption
+	}{
+		"etcdclusters named etcd": {list: &etcdv1alpha2.EtcdClusterList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": "etcd"}}},
+		"helmreleases named etcd": {list: &helmv2.HelmReleaseList{}, opts: []client.ListOption{client.MatchingFields{"metadata.name": "etcd"}}},
+		"own configmaps":          {list: &corev1.ConfigMapList{}, opts: []client.ListOption{client.InNamespace(driverNamespace)}},
+		"own leases":              {list: &coordinationv1.LeaseList{}, opts: []client.ListOption{client.InNamespace(driverNamespace)}},
+	} {
+		g.Expect(sa.List(ctx, tc.list, tc.opts...)).To(Succeed(), name)
+	}
+	// No Lease outside the driver's namespace may be written: a tenant's
+	// Lease is nothing to the driver.
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-privilege", Name: "not-ours"}}
 	g.Expect(env.Client.Create(ctx, lease)).To(Succeed())
 	holder := "intruder"
 	lease.Spec.HolderIdentity = &holder
 	err = sa.Update(ctx, lease)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "update a Lease outside %s: want Forbidden, got %v", driverNamespace, err)
+	err = sa.Delete(ctx, lease)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "delete a Lease outside %s: want Forbidden, got %v", driverNamespace, err)
 }
 
 // The manager, built exactly as cmd/manager builds it, runs as the chart's
@@ -117,6 +140,9 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 	o.ProbeAddr = freeAddr(g)
 	o.LeaderElect = true
 	o.LeaderElectionNamespace = driverNamespace
+	o.Namespace = driverNamespace
+	o.ProvenanceSecret = driverRelease + "-provenance"
+	o.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
 	o.SkipControllerNameValidation = true
 	mgr, err := manager.New(cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -159,6 +185,8 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 		return ours, err
 	}).WithTimeout(30 * time.Second).ShouldNot(BeEmpty())
 
+	// The etcd-operator and Flux, played with admin rights.
+	testenv.StartOperator(t, env.Client, tenantNamespace, s3c)
 	backup := completeBackup(g, ctx)
 	completeRestore(g, ctx, backup)
 	failRestore(g, ctx, backup)

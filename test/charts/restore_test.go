@@ -8,7 +8,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,15 +53,6 @@ func completeRestore(g *WithT, ctx context.Context, backup *backupsv1alpha1.Back
 	old := &etcdv1alpha2.EtcdCluster{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, old)).To(Succeed())
 
-	opCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go func() {
-		for opCtx.Err() == nil {
-			playOperator(opCtx, ns)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
-
 	job := &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rbac-restore"},
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: backup.Name}},
@@ -91,7 +81,8 @@ func completeRestore(g *WithT, ctx context.Context, backup *backupsv1alpha1.Back
 	hr := &helmv2.HelmRelease{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: appName}, hr)).To(Succeed())
 	g.Expect(hr.Spec.Suspend).To(BeFalse())
-	holder, err := claim.Get(ctx, c, ns, appName)
+	claims := claim.Store{Client: c, Reader: c, Namespace: driverNamespace}
+	holder, err := claims.Get(ctx, claim.Target{Namespace: ns, Cluster: clusterName})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(holder).To(BeNil())
 	var backups backupsv1alpha1.BackupList
@@ -142,53 +133,5 @@ func memberPVC(ns, name string) *corev1.PersistentVolumeClaim {
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
 				corev1.ResourceStorage: resource.MustParse("1Gi")}},
 		},
-	}
-}
-
-// playOperator is one pass of the etcd-operator and helm-controller in ns,
-// with admin rights: it completes new snapshots, purges the PVCs of a
-// deleted cluster (envtest has no controller to lift the pvc-protection
-// finalizer), brings a bootstrapped cluster up, and reports a resumed
-// HelmRelease reconciled. Errors are retried on the next pass.
-func playOperator(ctx context.Context, ns string) {
-	c := env.Client
-	var snaps etcdv1alpha2.EtcdSnapshotList
-	if c.List(ctx, &snaps, client.InNamespace(ns)) == nil {
-		for i := range snaps.Items {
-			if snaps.Items[i].Status.Phase == "" {
-				_ = completeSnapshot(ctx, &snaps.Items[i])
-			}
-		}
-	}
-	cluster := &etcdv1alpha2.EtcdCluster{}
-	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, cluster)
-	switch {
-	case apierrors.IsNotFound(err):
-		var pvcs corev1.PersistentVolumeClaimList
-		if c.List(ctx, &pvcs, client.InNamespace(ns)) == nil {
-			for i := range pvcs.Items {
-				p := &pvcs.Items[i]
-				if len(p.Finalizers) > 0 {
-					p.Finalizers = nil
-					_ = c.Update(ctx, p)
-				}
-				_ = c.Delete(ctx, p)
-			}
-		}
-	case err == nil && cluster.Spec.Bootstrap != nil &&
-		!meta.IsStatusConditionTrue(cluster.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable):
-		cluster.Status.ReadyMembers = *cluster.Spec.Replicas
-		meta.SetStatusCondition(&cluster.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
-			Status: metav1.ConditionTrue, Reason: etcdv1alpha2.ReasonQuorumHealthy, Message: "all members healthy"})
-		_ = c.Status().Update(ctx, cluster)
-	}
-	hr := &helmv2.HelmRelease{}
-	if c.Get(ctx, client.ObjectKey{Namespace: ns, Name: appName}, hr) == nil && !hr.Spec.Suspend {
-		ready := meta.FindStatusCondition(hr.Status.Conditions, "Ready")
-		if ready == nil || ready.ObservedGeneration < hr.Generation {
-			meta.SetStatusCondition(&hr.Status.Conditions, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue,
-				Reason: "UpgradeSucceeded", Message: "release reconciled", ObservedGeneration: hr.Generation})
-			_ = c.Status().Update(ctx, hr)
-		}
 	}
 }

@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +18,10 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -74,22 +78,17 @@ func TestHelmReleaseReappliesDeletedClusterUnlessSuspended(t *testing.T) {
 	g.Eventually(func() []string { return sb.Fleet.Endpoints(key) }).WithTimeout(10*time.Second).Should(BeEmpty(), "members stopped")
 }
 
-// A restore from a Backup whose object key is wrong fails (the seed cannot
-// be restored) without losing data: the safety Backup it took first brings
-// the old data back through a second RestoreJob.
-func TestRestoreFromWrongKeyFailsAndSafetyBackupRecovers(t *testing.T) {
+// A Backup edited to point at an object that does not exist is refused
+// before anything is touched: the live data stays.
+func TestRestoreOfAMissingObjectIsRefused(t *testing.T) {
 	tn := newTenant(t, true)
 	g := tn.g
 	tn.deploy(1)
-	set := kvdata.Set{Prefix: "/sentinel", N: 2000, Size: 256, Gen: "live"}
+	set := kvdata.Set{Prefix: "/sentinel", N: 500, Size: 128, Gen: "live"}
 	tn.write(set)
+	good := tn.takeBackup("good")
+	before := tn.awaitHealthy(1, time.Minute)
 
-	job := tn.awaitJob(tn.backupJob("good"), 2*time.Minute)
-	g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), job.Status.Message)
-	var good backupsv1alpha1.Backup
-	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: job.Status.BackupRef.Name}, &good)).To(Succeed())
-
-	// The same Backup but pointing at an object that does not exist.
 	bad := &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "wrong-key"},
 		Spec:       good.Spec,
@@ -98,21 +97,65 @@ func TestRestoreFromWrongKeyFailsAndSafetyBackupRecovers(t *testing.T) {
 	bad.Status.Artifact.URI = good.Status.Artifact.URI + ".missing"
 	g.Expect(sb.Client.Create(tn.ctx, bad)).To(Succeed())
 
-	failed := tn.awaitRestore(tn.restoreJob("from-wrong-key", bad.Name, map[string]any{"restoreTimeoutSeconds": 75}), 3*time.Minute)
+	failed := tn.awaitRestore(tn.restoreJob("from-wrong-key", bad.Name, nil), 2*time.Minute)
 	g.Expect(failed.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	g.Expect(failed.Status.Message).To(ContainSubstring("safety"), "the failure says where the old data is")
+	g.Expect(failed.Status.Message).To(ContainSubstring("Nothing was changed"))
 	tn.expectHelmReleaseSuspended(false)
-
-	var safety backupsv1alpha1.BackupList
-	g.Expect(sb.Client.List(tn.ctx, &safety, client.InNamespace(tn.ns),
-		client.MatchingLabels{backupsv1alpha1.SafetyBackupLabel: failed.Name})).To(Succeed())
-	g.Expect(safety.Items).To(HaveLen(1))
-	g.Expect(failed.Status.Message).To(ContainSubstring(safety.Items[0].Name))
-
-	back := tn.awaitRestore(tn.restoreJob("from-safety", safety.Items[0].Name, map[string]any{"safetySnapshot": false}), 3*time.Minute)
-	g.Expect(back.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), back.Status.Message)
-	tn.awaitHealthy(1, time.Minute)
+	after := tn.awaitHealthy(1, time.Minute)
+	g.Expect(after.UID).To(Equal(before.UID))
 	tn.expectData(set)
+}
+
+// A restore that fails once the old cluster is gone rolls back: the
+// snapshot object was replaced by garbage of the same size (verify: Size
+// only checks the size), the operator cannot bootstrap from it, and the
+// driver re-creates the cluster from the safety Backup it took first. The
+// job ends Failed saying so, with the pre-restore data back.
+func TestFailedRestoreRollsBackToTheSafetyBackup(t *testing.T) {
+	tn := newTenant(t, true)
+	g := tn.g
+	tn.deploy(1)
+	old := kvdata.Set{Prefix: "/sentinel", N: 500, Size: 128, Gen: "backed-up"}
+	tn.write(old)
+	good := tn.takeBackup("good")
+	live := kvdata.Set{Prefix: "/sentinel", N: 500, Size: 128, Gen: "live"}
+	tn.write(live)
+	tn.overwriteObject(good)
+
+	rj := tn.awaitRestore(tn.restoreJob("doomed", good.Name, map[string]any{"verify": "Size", "restoreTimeoutSeconds": 150}), 5*time.Minute)
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed), rj.Status.Message)
+	g.Expect(rj.Status.Message).To(ContainSubstring("rolled back"))
+	g.Expect(meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.ConditionReady).Reason).
+		To(Equal(string(backupsv1alpha1.ReasonBootstrapFailed)), "the operator gave up, the driver did not wait out its deadline")
+	rolled := meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionRollback)
+	g.Expect(rolled).NotTo(BeNil())
+	g.Expect(rolled.Status).To(Equal(metav1.ConditionTrue))
+	tn.expectHelmReleaseSuspended(false)
+	c := tn.awaitHealthy(1, time.Minute)
+	g.Expect(c.Annotations[backupsv1alpha1.RestoredFromAnnotation]).To(ContainSubstring("safety"))
+	tn.expectData(live)
+}
+
+// takeBackup runs a BackupJob to success and returns its Backup.
+func (tn *tenant) takeBackup(name string) *backupsv1alpha1.Backup {
+	tn.t.Helper()
+	job := tn.awaitJob(tn.backupJob(name), 2*time.Minute)
+	tn.g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), job.Status.Message)
+	b := &backupsv1alpha1.Backup{}
+	tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: job.Status.BackupRef.Name}, b)).To(Succeed())
+	return b
+}
+
+// overwriteObject replaces b's S3 object with as many bytes of garbage.
+func (tn *tenant) overwriteObject(b *backupsv1alpha1.Backup) {
+	tn.t.Helper()
+	src, err := artifact.Resolve(b)
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	garbage := bytes.Repeat([]byte("not an etcd snapshot "), int(b.Status.Artifact.SizeBytes)/21+1)[:b.Status.Artifact.SizeBytes]
+	_, err = s3.PutObject(tn.ctx, src.Bucket, src.Key, bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{})
+	tn.g.Expect(err).NotTo(HaveOccurred())
 }
 
 func (tn *tenant) restoreJob(name, backup string, options map[string]any) *backupsv1alpha1.RestoreJob {

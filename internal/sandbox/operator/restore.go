@@ -31,7 +31,14 @@ type seedRestore struct {
 	token   string
 }
 
-func (r seedRestore) run(ctx context.Context) error {
+func (r seedRestore) run(ctx context.Context) (err error) {
+	// etcdutl panics on a file that is not a bolt database; the real
+	// agent's process would exit non-zero, so this is a failed restore.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("etcdutl snapshot restore failed: %v", p)
+		}
+	}()
 	if _, err := os.Stat(filepath.Join(r.dataDir, "member")); err == nil {
 		return nil
 	}
