@@ -115,7 +115,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		For(&backupsv1alpha1.Plan{}).
 		Owns(&backupsv1alpha1.BackupJob{}).
 		Watches(&backupsv1alpha1.Backup{}, handler.EnqueueRequestsFromMapFunc(planOfBackup)).
-		Watches(&backupsv1alpha1.RestoreJob{}, handler.EnqueueRequestsFromMapFunc(r.plansInNamespace)).
+		Watches(&backupsv1alpha1.RestoreJob{}, handler.EnqueueRequestsFromMapFunc(r.planOfRestore)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
 }
@@ -130,17 +130,19 @@ func planOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.PlanRef.Name}}}
 }
 
-// plansInNamespace maps a RestoreJob to every Plan of its namespace: a
+// planOfRestore maps a RestoreJob to the Plan of the Backup it reads: a
 // finished restore may release a Backup that retention had to keep.
-func (r *Reconciler) plansInNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
-	var plans backupsv1alpha1.PlanList
-	if err := r.Client.List(ctx, &plans, client.InNamespace(obj.GetNamespace())); err != nil {
-		log.FromContext(ctx).Error(err, "list Plans for a RestoreJob event", "namespace", obj.GetNamespace())
+func (r *Reconciler) planOfRestore(ctx context.Context, obj client.Object) []reconcile.Request {
+	rj, ok := obj.(*backupsv1alpha1.RestoreJob)
+	if !ok || rj.Spec.BackupRef.Name == "" {
 		return nil
 	}
-	reqs := make([]reconcile.Request, 0, len(plans.Items))
-	for _, p := range plans.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	var b backupsv1alpha1.Backup
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}, &b); err != nil {
+		if !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "read the Backup of a RestoreJob", "namespace", rj.Namespace, "backup", rj.Spec.BackupRef.Name)
+		}
+		return nil
 	}
-	return reqs
+	return planOfBackup(ctx, &b)
 }

@@ -159,8 +159,10 @@ func TestForgedFutureBackupDoesNotDriveRetention(t *testing.T) {
 	forged.Spec.TakenAt = metav1.NewTime(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
 	forged.Spec.DriverMetadata[artifact.MetaSnapshotName] = "none"
 	tn.create(forged)
-	// A second real Backup: retention (keepLast 1) now deletes the older
-	// real one, and only that, whatever the forged one says.
+	// A second real Backup (a second later: Backups keep whole seconds):
+	// retention (keepLast 1) now deletes the older real one, and only that,
+	// whatever the forged one says.
+	time.Sleep(1100 * time.Millisecond)
 	newer := tn.backup("daily-newer", "daily")
 	tn.g.Eventually(func() bool { return tn.gone(real) }).WithTimeout(30 * time.Second).Should(BeTrue())
 	tn.g.Consistently(func() bool { return tn.gone(newer) || tn.gone(forged) }).WithTimeout(3 * time.Second).Should(BeFalse())
