@@ -93,7 +93,7 @@ func TestCollectorDerivesFreshnessFromBackupsAndPlans(t *testing.T) {
 		Verify: rejectForged,
 		Clock:  clocktesting.NewFakePassiveClock(now),
 	})
-	created := float64(now.Add(-72*time.Hour).Unix())
+	created := float64(now.Add(-72 * time.Hour).Unix())
 	want := fmt.Sprintf(`
 # HELP etcd_backup_driver_backup_age_seconds Seconds since the newest verified Ready Backup of each application was taken.
 # TYPE etcd_backup_driver_backup_age_seconds gauge
