@@ -63,6 +63,11 @@ tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests us
 build: ## Build the manager binary.
 	go build -o $(BIN)/manager ./cmd/manager
 
+.PHONY: plugin
+plugin: ## Build bin/ebdctl and the kubectl plugin bin/kubectl-etcd_backup (`kubectl etcd-backup` once on PATH).
+	go build -o $(BIN)/ebdctl ./cmd/ebdctl
+	go build -o $(BIN)/kubectl-etcd_backup ./cmd/kubectl-etcd_backup
+
 .PHONY: fmt-check
 fmt-check: ## Fail when any Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
