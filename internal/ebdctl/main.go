@@ -67,7 +67,7 @@ type env struct {
 // Main runs args as the program called name ("ebdctl" or
 // "kubectl etcd-backup") and returns the exit code.
 func Main(name string, args []string, s Streams) int {
-	e := &env{name: name, streams: s, kube: genericclioptions.NewConfigFlags(true), now: time.Now}
+	e := &env{name: name, streams: s, kube: newConfigFlags(), now: time.Now}
 	e.newClient = e.defaultClient
 	root := e.rootCommand()
 	root.SetArgs(args)
@@ -119,6 +119,10 @@ objects as you, with your kubeconfig; they never talk to the driver itself.`,
 		e.migrateCommand(),
 	)
 	return root
+}
+
+func newConfigFlags() *genericclioptions.ConfigFlags {
+	return genericclioptions.NewConfigFlags(true)
 }
 
 func isCobraUsageError(err error) bool {
