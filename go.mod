@@ -3,6 +3,7 @@ module github.com/etcd-backup-driver/etcd-backup-driver
 go 1.26.0
 
 require (
+	github.com/creack/pty v1.1.24
 	github.com/fluxcd/helm-controller/api v1.6.5
 	github.com/fluxcd/pkg/apis/meta v1.30.2
 	github.com/go-logr/logr v1.4.3

@@ -190,7 +190,7 @@ func (e *env) followBackup(ctx context.Context, c client.WithWatch, job *backups
 					return fmt.Errorf("BackupJob %s/%s was deleted", job.Namespace, job.Name)
 				}
 				v := viewJob(obj)
-				if v != last {
+				if v != last && (v.reason != "" || v.message != "") {
 					p.line("%s %s: %s", p.phase(string(v.phase)), v.reason, v.message)
 					last = v
 					p.setStatus(fmt.Sprintf("%s: %s", v.phase, v.reason))
