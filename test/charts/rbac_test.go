@@ -225,7 +225,7 @@ func alertSelectors(g *WithT) []alertSelector {
 		}
 		out = append(out, sel)
 	}
-	g.Expect(out).To(HaveLen(10))
+	g.Expect(out).To(HaveLen(14))
 	return out
 }
 
