@@ -22,6 +22,8 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/ebdctl"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
 
@@ -61,6 +63,11 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 	tn := newTenant(t)
 	g := tn.g
 	var backupName string
+	data := kvdata.Set{Prefix: "/plugin", N: 300, Size: 256, Gen: "v1"}
+	etcd, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: tn.ns, Name: "etcd"})...)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer etcd.Close()
+	g.Expect(data.Write(tn.ctx, etcd)).To(Succeed())
 
 	t.Run("backup --wait shows live progress in a terminal", func(t *testing.T) {
 		g := NewWithT(t)
@@ -105,6 +112,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		g := NewWithT(t)
 		code, out, errOut := ebdctlRun("list", "-n", tn.ns)
 		g.Expect(code).To(Equal(0), errOut)
+		t.Logf("list:\n%s", out)
 		g.Expect(out).To(MatchRegexp(`(?m)^etcd\s+manual\s+Ready\s+\S+\s+\d+\.\d[KM]iB\s+-\s+Retain$`))
 
 		code, out, errOut = ebdctlRun("list", "-A", "-o", "json")
@@ -144,6 +152,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		}).Should(Succeed())
 		code, out, errOut = ebdctlRun("status", "-n", tn.ns, "-o", "wide")
 		g.Expect(code).To(Equal(0), errOut)
+		t.Logf("status -o wide:\n%s", out)
 		g.Expect(out).To(MatchRegexp(`(?m)^etcd\s+OK\s+manual\s+\S+\s+24h\s+nightly\s+0 3 \* \* \*\s`))
 		g.Expect(sb.Client.Delete(tn.ctx, p)).To(Succeed())
 	})
@@ -152,9 +161,10 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		g := NewWithT(t)
 		code, out, errOut := ebdctlRun("verify", backupName, "-n", tn.ns, "--deep")
 		g.Expect(code).To(Equal(0), out+errOut)
+		t.Logf("verify --deep:\n%s", out)
 		g.Expect(out).To(ContainSubstring("ok   sha256"))
 		g.Expect(out).To(ContainSubstring("ok   etcd integrity trailer"))
-		g.Expect(out).To(MatchRegexp(`etcd: revision \d+, \d+ keys`))
+		g.Expect(out).To(MatchRegexp(`etcd: revision \d+, 300 keys`), "the snapshot holds the keys written")
 		g.Expect(out).To(ContainSubstring("OK: the stored snapshot is the one the Backup describes"))
 
 		// Copy the snapshot with one byte flipped to a new key, and forge
@@ -180,6 +190,9 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		forged.Status.Artifact.URI = artifact.URI(src.Bucket, tamperedKey)
 		g.Expect(sb.Client.Create(tn.ctx, forged)).To(Succeed())
 
+		code, text, _ := ebdctlRun("verify", "tampered", "-n", tn.ns)
+		g.Expect(code).To(Equal(1), text)
+		t.Logf("verify of a tampered copy:\n%s", text)
 		code, out, _ = ebdctlRun("verify", "tampered", "-n", tn.ns, "-o", "json")
 		g.Expect(code).To(Equal(1), out)
 		var res ebdctl.VerifyResult
