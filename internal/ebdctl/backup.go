@@ -196,22 +196,39 @@ func (e *env) followBackup(ctx context.Context, c client.WithWatch, job *backups
 					p.setStatus(fmt.Sprintf("%s: %s", v.phase, v.reason))
 				}
 				if v.phase.IsTerminal() {
+					// The snapshot's stream may lag the job's: show
+					// where the snapshot ended before the result.
+					var snaps etcdv1alpha2.EtcdSnapshotList
+					if err := c.List(ctx, &snaps, client.InNamespace(job.Namespace), client.MatchingLabels{backupsv1alpha1.OwningJobUIDLabel: string(job.UID)}); err == nil {
+						for i := range snaps.Items {
+							showSnapshot(p, snapshots, &snaps.Items[i])
+						}
+					}
 					p.done()
 					return e.backupResult(ctx, c, obj)
 				}
 			case *etcdv1alpha2.EtcdSnapshot:
-				v := viewSnapshot(obj)
-				if v != snapshots[obj.Name] && !u.deleted {
-					snapshots[obj.Name] = v
-					size := ""
-					if v.size > 0 {
-						size = fmt.Sprintf(", %s (%d bytes)", humanBytes(v.size), v.size)
-					}
-					p.line("EtcdSnapshot %s: %s%s", obj.Name, p.phase(orDash(string(v.phase))), size)
+				if !u.deleted {
+					showSnapshot(p, snapshots, obj)
 				}
 			}
 		}
 	}
+}
+
+// showSnapshot prints s's phase (and size once known) if it changed since
+// last shown.
+func showSnapshot(p *progress, shown map[string]snapshotView, s *etcdv1alpha2.EtcdSnapshot) {
+	v := viewSnapshot(s)
+	if v == shown[s.Name] {
+		return
+	}
+	shown[s.Name] = v
+	size := ""
+	if v.size > 0 {
+		size = fmt.Sprintf(", %s (%d bytes)", humanBytes(v.size), v.size)
+	}
+	p.line("EtcdSnapshot %s: %s%s", s.Name, p.phase(orDash(string(v.phase))), size)
 }
 
 type jobView struct {

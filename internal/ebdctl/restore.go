@@ -200,12 +200,33 @@ func (e *env) followRestore(ctx context.Context, c client.WithWatch, job *backup
 					milestones[cond.Type] = v
 				}
 				if obj.Status.Phase.IsTerminal() {
+					if safety == "" {
+						// The Backups' stream may lag the job's.
+						safety = safetyBackupOf(ctx, c, job)
+						if safety != "" {
+							p.line("safety Backup %s recorded", safety)
+						}
+					}
 					p.done()
 					return e.restoreResult(obj, app, safety)
 				}
 			}
 		}
 	}
+}
+
+// safetyBackupOf names the safety Backup job recorded, or "".
+func safetyBackupOf(ctx context.Context, c client.Reader, job *backupsv1alpha1.RestoreJob) string {
+	var list backupsv1alpha1.BackupList
+	if err := c.List(ctx, &list, client.InNamespace(job.Namespace), client.MatchingLabels{backupsv1alpha1.SafetyBackupLabel: job.Name}); err != nil {
+		return ""
+	}
+	for _, b := range list.Items {
+		if uid := b.Labels[backupsv1alpha1.RestoreJobUIDLabel]; uid == "" || uid == string(job.UID) {
+			return b.Name
+		}
+	}
+	return ""
 }
 
 func phaseOrPending(p backupsv1alpha1.RestoreJobPhase) backupsv1alpha1.RestoreJobPhase {
