@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,7 +90,10 @@ func Main(name string, args []string, s Streams) int {
 
 func (e *env) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:   e.name,
+		// cobra names a command by the first word of Use; as a kubectl
+		// plugin the program is shown as "kubectl etcd-backup".
+		Use:         e.name[strings.LastIndex(e.name, " ")+1:],
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: e.name},
 		Short: "Back up, restore and check tenants' etcd through the etcd-backup-driver",
 		Long: `Back up, restore and check the etcd applications (apps.cozystack.io Etcd)
 the etcd-backup-driver protects. Commands create and read backups.cozystack.io
