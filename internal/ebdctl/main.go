@@ -94,7 +94,7 @@ func (e *env) rootCommand() *cobra.Command {
 		// plugin the program is shown as "kubectl etcd-backup".
 		Use:         e.name[strings.LastIndex(e.name, " ")+1:],
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: e.name},
-		Short: "Back up, restore and check tenants' etcd through the etcd-backup-driver",
+		Short:       "Back up, restore and check tenants' etcd through the etcd-backup-driver",
 		Long: `Back up, restore and check the etcd applications (apps.cozystack.io Etcd)
 the etcd-backup-driver protects. Commands create and read backups.cozystack.io
 objects as you, with your kubeconfig; they never talk to the driver itself.`,
