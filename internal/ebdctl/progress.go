@@ -79,7 +79,7 @@ func (p *progress) phase(ph string) string {
 	switch ph {
 	case "Succeeded", "Complete", "True":
 		colour = colourGreen
-	case "Failed", "False":
+	case "Failed":
 		colour = colourRed
 	}
 	return paint(p.terminal, colour, ph)
