@@ -63,17 +63,28 @@ tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests us
 build: ## Build the manager binary.
 	go build -o $(BIN)/manager ./cmd/manager
 
+.PHONY: plugin
+plugin: ## Build bin/ebdctl and the kubectl plugin bin/kubectl-etcd_backup (`kubectl etcd-backup` once on PATH).
+	go build -o $(BIN)/ebdctl ./cmd/ebdctl
+	go build -o $(BIN)/kubectl-etcd_backup ./cmd/kubectl-etcd_backup
+
 .PHONY: fmt-check
 fmt-check: ## Fail when any Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# test/alerts is a module of its own (it needs the Prometheus server's rule
+# engine, kept out of the driver's dependencies).
+ALERTS_MODULE := test/alerts
+
 .PHONY: vet
-vet: ## go vet the module.
+vet: ## go vet the module and test/alerts.
 	go vet ./...
+	cd $(ALERTS_MODULE) && go vet ./...
 
 .PHONY: test
-test: envtest-bins ## Run every test, envtest suites included.
+test: envtest-bins ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
 	go test $(GO_TEST_FLAGS) ./...
+	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox.

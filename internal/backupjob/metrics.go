@@ -17,17 +17,11 @@ var (
 		Buckets: prometheus.ExponentialBuckets(1, 2, 13), // 1s .. ~68m
 	}, []string{"result"})
 
-	lastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_backup_driver_last_success_timestamp_seconds",
-		Help: "Unix time of the newest successful backup of each application.",
-	}, []string{"namespace", "application"})
-
-	lastSize = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "etcd_backup_driver_last_snapshot_size_bytes",
-		Help: "Size of the newest successful snapshot of each application.",
-	}, []string{"namespace", "application"})
+	// The per-application last-success time and size are not set here:
+	// internal/freshness derives them from the cached Backups on every
+	// scrape, so they survive restarts.
 )
 
 func init() {
-	metrics.Registry.MustRegister(backupsTotal, backupDuration, lastSuccess, lastSize)
+	metrics.Registry.MustRegister(backupsTotal, backupDuration)
 }

@@ -105,9 +105,6 @@ func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.Back
 	result := "failed"
 	if o.phase == backupsv1alpha1.BackupJobPhaseSucceeded {
 		result = "succeeded"
-		app := job.Spec.ApplicationRef.Name
-		lastSuccess.WithLabelValues(job.Namespace, app).Set(float64(job.Status.CompletedAt.Unix()))
-		lastSize.WithLabelValues(job.Namespace, app).Set(float64(o.snapshotSize))
 	}
 	backupsTotal.WithLabelValues(result, o.reason).Inc()
 	backupDuration.WithLabelValues(result).Observe(job.Status.CompletedAt.Sub(job.Status.StartedAt.Time).Seconds())

@@ -1,6 +1,8 @@
 package chartrender
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -259,16 +261,59 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveKey("EtcdBackupTooOld"))
-	g.Expect(byName).To(HaveKey("EtcdBackupFailing"))
-	g.Expect(byName).To(HaveKey("EtcdRestoreFailed"))
+	g.Expect(byName).To(HaveLen(8))
+	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified",
+		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
+		g.Expect(byName).To(HaveKey(name))
+	}
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
+	g.Expect(byName["EtcdBackupStale"]["expr"]).To(ContainSubstring("1.5 * min by (namespace, application) (etcd_backup_driver_plan_interval_seconds)"))
+	g.Expect(byName["EtcdBackupDriverDown"]["expr"]).To(Equal(`absent(up{job="etcd-backup-driver-metrics"} == 1)`))
 	// Prometheus's own template syntax survives Helm's rendering.
 	g.Expect(byName["EtcdRestoreFailed"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.reason }}")))
 
 	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
 		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "noSuccessfulBackupFor": "1d"}}})
 	g.Expect(err).To(MatchError(ContainSubstring("/prometheusRule/noSuccessfulBackupFor")))
+	rule = Find(renderDriver(t, map[string]any{"prometheusRule": map[string]any{"enabled": true, "staleFactor": 2, "scrapeJob": "ebd"}}),
+		"PrometheusRule", "etcd-backup-driver")
+	g.Expect(fmt.Sprint(rule.Object["spec"])).To(And(ContainSubstring("2 * min by"), ContainSubstring(`up{job="ebd"}`)))
+	_, err = Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
+		Values: map[string]any{"prometheusRule": map[string]any{"enabled": true, "staleFactor": 0}}})
+	g.Expect(err).To(MatchError(ContainSubstring("/prometheusRule/staleFactor")))
+}
+
+// The dashboard ships as a ConfigMap for Grafana's sidecar, off by default;
+// its JSON parses and queries only the driver's metrics and the scrape's own.
+func TestDriverGrafanaDashboard(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(Find(renderDriver(t, nil), "ConfigMap", "etcd-backup-driver-dashboard")).To(BeNil(), "opt-in")
+	cm := Find(renderDriver(t, map[string]any{"grafanaDashboard": map[string]any{"enabled": true, "namespace": "monitoring"}}),
+		"ConfigMap", "etcd-backup-driver-dashboard")
+	g.Expect(cm).NotTo(BeNil())
+	g.Expect(cm.GetNamespace()).To(Equal("monitoring"))
+	g.Expect(cm.GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"))
+	raw := field(g, cm, "data", "etcd-backup-driver.json").(string)
+	var dash struct {
+		UID    string `json:"uid"`
+		Panels []struct {
+			Title   string `json:"title"`
+			Type    string `json:"type"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	g.Expect(json.Unmarshal([]byte(raw), &dash)).To(Succeed())
+	g.Expect(dash.UID).To(Equal("etcd-backup-driver"))
+	exprs := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs++
+			g.Expect(tg.Expr).To(MatchRegexp(`etcd_backup_driver_|up\{|leader_election_master_status`), p.Title)
+		}
+	}
+	g.Expect(exprs).To(BeNumerically(">=", 10))
 }
 
 func TestDriverValuesSchema(t *testing.T) {

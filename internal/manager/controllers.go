@@ -24,6 +24,7 @@ var controllers = []setupFunc{
 	setupRestores,
 	setupPlans,
 	setupBackupDeletion,
+	setupBackupMetrics,
 }
 
 func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {

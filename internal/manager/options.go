@@ -13,6 +13,8 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 )
 
 // Options are the driver's settings; each has a command-line flag.
@@ -48,9 +50,14 @@ type Options struct {
 	// WrapClient, when set, wraps the client every controller uses. Tests
 	// use it to inject failures and crashes at chosen API writes. No flag.
 	WrapClient func(client.Client) client.Client
-	// Clock is the time source of the Plan scheduler; nil means the real
-	// clock. Tests and the sandbox set a fake one. No flag.
+	// Clock is the time source of the Plan scheduler and of the backup
+	// age metrics; nil means the real clock. Tests and the sandbox set a
+	// fake one. No flag.
 	Clock clock.PassiveClock
+	// BackupVerifier decides which Backups the per-application metrics
+	// count; nil means freshness.TrustReadyPhase, a placeholder that
+	// trusts any Ready Backup. No flag.
+	BackupVerifier freshness.Verifier
 }
 
 // client returns the client controllers of mgr use.

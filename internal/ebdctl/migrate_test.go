@@ -1,4 +1,4 @@
-package main
+package ebdctl
 
 import (
 	"bytes"
@@ -38,15 +38,17 @@ func TestMigrateLegacyValues(t *testing.T) {
 			stdin: "backup:\n  enabled: true\n  destinationPath: s3://b//x\n", code: 1, noStdout: true,
 			stderr: []string{"cannot migrate", "empty // segment", "endpointURL is required", "s3AccessKey is required"},
 		},
-		{name: "no file flag", args: []string{"migrate-legacy-values", "--namespace", "x"}, code: 2, noStdout: true, stderr: []string{"usage: ebdctl migrate-legacy-values"}},
+		{name: "no file flag", args: []string{"migrate-legacy-values", "--namespace", "x"}, code: 2, noStdout: true, stderr: []string{"needs -f FILE and --namespace NS", "ebdctl --help"}},
+		{name: "no namespace", args: []string{"migrate-legacy-values", "-f", "-"}, code: 2, noStdout: true, stderr: []string{"needs -f FILE and --namespace NS"}},
+		{name: "unknown flag", args: []string{"migrate-legacy-values", "--frob"}, code: 2, noStdout: true, stderr: []string{"unknown flag: --frob"}},
 		{name: "missing file", args: []string{"migrate-legacy-values", "-f", "/nonexistent/values.yaml", "--namespace", "x"}, code: 1, noStdout: true, stderr: []string{"read values"}},
 		{name: "unknown command", args: []string{"frobnicate"}, code: 2, noStdout: true, stderr: []string{`unknown command "frobnicate"`}},
-		{name: "no command", args: nil, code: 2, noStdout: true, stderr: []string{"migrate-legacy-values"}},
+		{name: "no command", args: nil, code: 2, noStdout: true, stderr: []string{"migrate-legacy-values", "no command given"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			var stdout, stderr bytes.Buffer
-			code := run(tc.args, strings.NewReader(tc.stdin), &stdout, &stderr)
+			code := Main("ebdctl", tc.args, Streams{In: strings.NewReader(tc.stdin), Out: &stdout, ErrOut: &stderr})
 			g.Expect(code).To(Equal(tc.code), stderr.String())
 			for _, s := range tc.stdout {
 				g.Expect(stdout.String()).To(ContainSubstring(s))

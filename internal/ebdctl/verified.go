@@ -1,0 +1,33 @@
+package ebdctl
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// The condition the driver maintains on Backups for display: True with
+// reason ProvenanceVerified when the Backup carries the driver's valid
+// provenance, False with reason Unverified (and a message) when it does
+// not. The CLI cannot check provenance itself (the key is the driver's);
+// it shows what the driver concluded.
+const (
+	backupConditionVerified = "Verified"
+)
+
+// verifiedOf returns a Backup's Verified condition, or nil.
+func verifiedOf(b *backupsv1alpha1.Backup) *metav1.Condition {
+	return meta.FindStatusCondition(b.Status.Conditions, backupConditionVerified)
+}
+
+// goodBackup reports whether b counts as a backup to rely on: Ready, not
+// being deleted, and not marked unverified by the driver. A Backup the
+// driver has not judged yet (no condition) counts.
+func goodBackup(b *backupsv1alpha1.Backup) bool {
+	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.DeletionTimestamp != nil {
+		return false
+	}
+	c := verifiedOf(b)
+	return c == nil || c.Status != metav1.ConditionFalse
+}

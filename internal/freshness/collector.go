@@ -1,0 +1,262 @@
+// Package freshness says how fresh each application's backups are: the
+// Prometheus collector that derives the driver's per-application backup
+// metrics from the Backups and Plans in the manager's cache on every scrape
+// (so they are right from the first scrape after a restart, not only after
+// the next backup), the Verifier that decides which Backups count, and the
+// staleness rule shared with `ebdctl status`.
+package freshness
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+)
+
+// Metric names the Collector serves. The chart's alerts and dashboard use them.
+const (
+	MetricLastSuccess  = "etcd_backup_driver_last_success_timestamp_seconds"
+	MetricAge          = "etcd_backup_driver_backup_age_seconds"
+	MetricLastSize     = "etcd_backup_driver_last_snapshot_size_bytes"
+	MetricVerified     = "etcd_backup_driver_verified_backups"
+	MetricUnverified   = "etcd_backup_driver_unverified_backups"
+	MetricPlanInterval = "etcd_backup_driver_plan_interval_seconds"
+	MetricPlanCreated  = "etcd_backup_driver_plan_created_timestamp_seconds"
+)
+
+var (
+	appLabels  = []string{"namespace", "application"}
+	planLabels = []string{"namespace", "plan", "application"}
+
+	descLastSuccess = prometheus.NewDesc(MetricLastSuccess,
+		"Unix time the newest verified Ready Backup of each application was taken.", appLabels, nil)
+	descAge = prometheus.NewDesc(MetricAge,
+		"Seconds since the newest verified Ready Backup of each application was taken.", appLabels, nil)
+	descLastSize = prometheus.NewDesc(MetricLastSize,
+		"Stored size of the newest verified Ready Backup of each application.", appLabels, nil)
+	descVerified = prometheus.NewDesc(MetricVerified,
+		"Verified Ready Backups each application has.", appLabels, nil)
+	descUnverified = prometheus.NewDesc(MetricUnverified,
+		"Ready Etcd Backups the driver's verifier rejects (not counted anywhere else; possibly forged).", appLabels, nil)
+	descPlanInterval = prometheus.NewDesc(MetricPlanInterval,
+		"Longest gap between consecutive runs of each unsuspended Plan with a valid schedule.", planLabels, nil)
+	descPlanCreated = prometheus.NewDesc(MetricPlanCreated,
+		"Unix time each unsuspended Plan with a valid schedule was created.", planLabels, nil)
+)
+
+// Lister is what the Collector reads on each scrape: a cache's store of
+// objects. client-go's cache.Store satisfies it.
+type Lister interface {
+	List() []any
+}
+
+// Options are the Collector's inputs.
+type Options struct {
+	// Backups and Plans list the cached objects.
+	Backups, Plans Lister
+	// Synced reports whether both caches have synced; until then the
+	// Collector serves no per-application series, so a restarting driver
+	// never reports a half-listed, falsely stale picture.
+	Synced func() bool
+	// Verify decides which Backups count; nil means TrustReadyPhase.
+	Verify Verifier
+	// Clock is the time ages are measured against; nil means the real clock.
+	Clock clock.PassiveClock
+}
+
+// Collector is a prometheus.Collector that computes the per-application
+// backup series from the cached Backups and Plans on every scrape.
+//
+// Scraping allocates little beyond the series it returns: the store's list
+// of object pointers, and nothing per Backup once each has been verified
+// (verdicts and per-application totals live in maps reused across scrapes).
+type Collector struct {
+	o Options
+
+	mu        sync.Mutex
+	scrape    uint64
+	verdicts  map[types.UID]verdict
+	apps      map[appKey]appStats
+	intervals map[scheduleKey]cachedInterval
+}
+
+type verdict struct {
+	resourceVersion string
+	takenAt         time.Time
+	ok              bool
+	seen            uint64
+}
+
+type appKey struct{ namespace, application string }
+
+type appStats struct {
+	newest     time.Time
+	size       int64
+	verified   int
+	unverified int
+}
+
+type scheduleKey struct{ cron, timeZone string }
+
+type cachedInterval struct {
+	interval time.Duration
+	valid    bool
+	at       time.Time
+	seen     uint64
+}
+
+// intervalTTL bounds how long a computed Plan interval is reused; it only
+// changes around daylight-saving transitions.
+const intervalTTL = time.Hour
+
+// New returns a Collector reading o.
+func New(o Options) *Collector {
+	if o.Verify == nil {
+		o.Verify = TrustReadyPhase
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Synced == nil {
+		o.Synced = func() bool { return true }
+	}
+	return &Collector{
+		o:         o,
+		verdicts:  map[types.UID]verdict{},
+		apps:      map[appKey]appStats{},
+		intervals: map[scheduleKey]cachedInterval{},
+	}
+}
+
+// Describe sends the descriptors of every series the Collector serves.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLastSuccess, descAge, descLastSize, descVerified, descUnverified, descPlanInterval, descPlanCreated} {
+		ch <- d
+	}
+}
+
+// Collect lists the cached Backups and Plans and sends the series.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if !c.o.Synced() {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.scrape++
+	now := c.o.Clock.Now()
+	c.collectBackups(ch, now)
+	c.collectPlans(ch, now)
+}
+
+func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
+	clear(c.apps)
+	for _, obj := range c.o.Backups.List() {
+		b, ok := obj.(*backupsv1alpha1.Backup)
+		if !ok || b.DeletionTimestamp != nil || !backupdeletion.IsEtcdBackup(b) {
+			continue
+		}
+		v := c.verdict(b)
+		key := appKey{b.Namespace, b.Spec.ApplicationRef.Name}
+		st := c.apps[key]
+		switch {
+		case v.ok:
+			st.verified++
+			if v.takenAt.After(st.newest) {
+				st.newest = v.takenAt
+				st.size = 0
+				if b.Status.Artifact != nil {
+					st.size = b.Status.Artifact.SizeBytes
+				}
+			}
+		case b.Status.Phase == backupsv1alpha1.BackupPhaseReady:
+			st.unverified++
+		default:
+			continue // Pending or Failed: nothing to report
+		}
+		c.apps[key] = st
+	}
+	for uid, v := range c.verdicts {
+		if v.seen != c.scrape {
+			delete(c.verdicts, uid)
+		}
+	}
+	for k, st := range c.apps {
+		if st.verified > 0 {
+			ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, unixSeconds(st.newest), k.namespace, k.application)
+			ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, now.Sub(st.newest).Seconds(), k.namespace, k.application)
+			ch <- prometheus.MustNewConstMetric(descLastSize, prometheus.GaugeValue, float64(st.size), k.namespace, k.application)
+		}
+		ch <- prometheus.MustNewConstMetric(descVerified, prometheus.GaugeValue, float64(st.verified), k.namespace, k.application)
+		ch <- prometheus.MustNewConstMetric(descUnverified, prometheus.GaugeValue, float64(st.unverified), k.namespace, k.application)
+	}
+}
+
+// verdict returns the Verifier's answer for b, asking only when b is new
+// or changed since it was last asked.
+func (c *Collector) verdict(b *backupsv1alpha1.Backup) verdict {
+	v, ok := c.verdicts[b.UID]
+	if !ok || v.resourceVersion != b.ResourceVersion {
+		takenAt, good := c.o.Verify(b)
+		v = verdict{resourceVersion: b.ResourceVersion, takenAt: takenAt, ok: good}
+	}
+	v.seen = c.scrape
+	c.verdicts[b.UID] = v
+	return v
+}
+
+func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {
+	for _, obj := range c.o.Plans.List() {
+		p, ok := obj.(*backupsv1alpha1.Plan)
+		if !ok || p.DeletionTimestamp != nil || p.Spec.Suspend || !isEtcdApplication(p.Spec.ApplicationRef) {
+			continue
+		}
+		interval, ok := c.interval(p.Spec.Schedule, now)
+		if !ok {
+			continue
+		}
+		app := p.Spec.ApplicationRef.Name
+		ch <- prometheus.MustNewConstMetric(descPlanInterval, prometheus.GaugeValue, interval.Seconds(), p.Namespace, p.Name, app)
+		ch <- prometheus.MustNewConstMetric(descPlanCreated, prometheus.GaugeValue, unixSeconds(p.CreationTimestamp.Time), p.Namespace, p.Name, app)
+	}
+	for k, v := range c.intervals {
+		if v.seen != c.scrape {
+			delete(c.intervals, k)
+		}
+	}
+}
+
+// interval returns a schedule's Interval, parsing and computing it at most
+// once per intervalTTL; false means the schedule is unusable or never runs
+// (the Plan's Error condition says why).
+func (c *Collector) interval(s backupsv1alpha1.PlanSchedule, now time.Time) (time.Duration, bool) {
+	if s.Type != backupsv1alpha1.PlanScheduleTypeEmpty && s.Type != backupsv1alpha1.PlanScheduleTypeCron {
+		return 0, false
+	}
+	key := scheduleKey{s.Cron, s.TimeZone}
+	v, ok := c.intervals[key]
+	if !ok || now.Sub(v.at) >= intervalTTL || now.Before(v.at) {
+		d, err := PlanInterval(s.Cron, s.TimeZone, now)
+		v = cachedInterval{interval: d, valid: err == nil && d > 0, at: now}
+	}
+	v.seen = c.scrape
+	c.intervals[key] = v
+	return v.interval, v.valid
+}
+
+func isEtcdApplication(ref backupsv1alpha1.TypedLocalObjectReference) bool {
+	group := ref.APIGroupOrEmpty()
+	if group == "" {
+		group = backupsv1alpha1.DefaultApplicationAPIGroup
+	}
+	return ref.Kind == appsv1alpha1.EtcdKind && group == appsv1alpha1.GroupVersion.Group
+}
+
+func unixSeconds(t time.Time) float64 {
+	return float64(t.UnixNano()) / 1e9
+}
