@@ -7,18 +7,13 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
-// The condition the driver maintains on Backups for display: True with
-// reason ProvenanceVerified when the Backup carries the driver's valid
-// provenance, False with reason Unverified (and a message) when it does
-// not. The CLI cannot check provenance itself (the key is the driver's);
-// it shows what the driver concluded.
-const (
-	backupConditionVerified = "Verified"
-)
-
-// verifiedOf returns a Backup's Verified condition, or nil.
+// verifiedOf returns the Verified condition the driver maintains on a
+// Backup for display (True: it carries the driver's valid provenance;
+// False: it does not, the message says why), or nil. The CLI cannot check
+// provenance itself (the key is the driver's); it shows what the driver
+// concluded.
 func verifiedOf(b *backupsv1alpha1.Backup) *metav1.Condition {
-	return meta.FindStatusCondition(b.Status.Conditions, backupConditionVerified)
+	return meta.FindStatusCondition(b.Status.Conditions, backupsv1alpha1.BackupConditionVerified)
 }
 
 // goodBackup reports whether b counts as a backup to rely on: Ready, not

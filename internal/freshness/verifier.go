@@ -22,7 +22,8 @@ type Verifier func(*backupsv1alpha1.Backup) (takenAt time.Time, ok bool)
 // without Backup provenance: it accepts every Backup whose status.phase is
 // Ready and trusts spec.takenAt as written. Anyone allowed to create a
 // Backup can therefore make an application look freshly backed up. The
-// manager replaces it with the provenance check (manager.Options.BackupVerifier).
+// manager uses the provenance check unless a test sets
+// manager.Options.BackupVerifier.
 func TrustReadyPhase(b *backupsv1alpha1.Backup) (time.Time, bool) {
 	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.Spec.TakenAt.IsZero() {
 		return time.Time{}, false

@@ -3,18 +3,25 @@ package manager
 import (
 	"context"
 	"fmt"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // setupBackupMetrics registers the collector that derives each
 // application's backup freshness from the cached Backups and Plans on every
 // scrape. It serves on every replica, leader or not: the caches run on all.
-func setupBackupMetrics(mgr ctrl.Manager, o Options) error {
-	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), o.BackupVerifier, o.Clock)
+func setupBackupMetrics(mgr ctrl.Manager, o Options, d deps) error {
+	verify := o.BackupVerifier
+	if verify == nil {
+		verify = provenanceVerifier(d.keys)
+	}
+	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), verify, o.Clock)
 	if err != nil {
 		return fmt.Errorf("backup metrics: %w", err)
 	}
@@ -22,4 +29,19 @@ func setupBackupMetrics(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("register backup metrics: %w", err)
 	}
 	return nil
+}
+
+// provenanceVerifier counts a Backup when the driver's signature verifies,
+// at the signed time. A key that cannot be read now counts it out (the next
+// change of the Backup asks again).
+func provenanceVerifier(keys provenance.Keys) freshness.Verifier {
+	return func(b *backupsv1alpha1.Backup) (time.Time, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		v, err := provenance.Verify(ctx, keys, b)
+		if err != nil || !v.Verified || b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
+			return time.Time{}, false
+		}
+		return v.TakenAt(), true
+	}
 }

@@ -55,8 +55,8 @@ type Options struct {
 	// fake one. No flag.
 	Clock clock.PassiveClock
 	// BackupVerifier decides which Backups the per-application metrics
-	// count; nil means freshness.TrustReadyPhase, a placeholder that
-	// trusts any Ready Backup. No flag.
+	// count; nil means the driver's provenance check (only Ready Backups
+	// it signed, at the signed time). Tests override it. No flag.
 	BackupVerifier freshness.Verifier
 }
 
