@@ -39,7 +39,7 @@ func readyBackup(ns, name, app string, ago time.Duration) *backupsv1alpha1.Backu
 }
 
 func withVerified(b *backupsv1alpha1.Backup, status metav1.ConditionStatus, reason string) *backupsv1alpha1.Backup {
-	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: backupConditionVerified, Status: status, Reason: reason, Message: "checked"})
+	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionVerified, Status: status, Reason: reason, Message: "checked"})
 	return b
 }
 
