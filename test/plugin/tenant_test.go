@@ -45,7 +45,7 @@ func newTenant(t *testing.T) *tenant {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.ns}},
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: tn.class},
-			Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
 				S3: &strategyv1alpha1.EtcdS3Template{
 					Bucket: sandbox.DefaultBucket, Endpoint: sb.S3.URL, ForcePathStyle: &fps,
 					Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
