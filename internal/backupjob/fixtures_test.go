@@ -123,7 +123,7 @@ func (w *world) cluster(available bool) {
 	replicas := int32(3)
 	c := &etcdv1alpha2.EtcdCluster{
 		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "etcd"},
-		Spec:       etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas},
+		Spec:       etcdv1alpha2.EtcdClusterSpec{Version: "3.6.11", Replicas: &replicas},
 	}
 	w.create(c)
 	status := metav1.ConditionFalse

@@ -76,10 +76,12 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 		}
 		r.transitioned(ctx, job, prev, o)
 	}
-	if o.terminal() || o.following {
-		// Watches on the snapshot wake a following job; nothing else will.
+	if o.terminal() || o.following && r.pastDeadline(job) {
+		// Watches on the snapshot wake a following job from here on.
 		return ctrl.Result{}, nil
 	}
+	// Wake at the deadline: a wait then fails, a followed snapshot says
+	// it is past it.
 	return ctrl.Result{RequeueAfter: r.deadline(job).Sub(now)}, nil
 }
 
