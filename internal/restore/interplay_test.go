@@ -66,12 +66,12 @@ func TestRestoreWaitsForRunningSnapshot(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
-	op := startOperator(t, ns)
-	op.Set(func(op *testenv.Operator) { op.LeaveSnapshot = "nightly-abcde" })
 	running := runningSnapshot(ns, "nightly-abcde")
 	g.Expect(k.Create(ctx, running)).To(Succeed())
 	running.Status.Phase = etcdv1alpha2.SnapshotPhaseStarted
 	g.Expect(k.Status().Update(ctx, running)).To(Succeed())
+	// Started before the operator runs: it only takes new snapshots.
+	startOperator(t, ns)
 
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())

@@ -218,16 +218,11 @@ func TestRestoreJobDeletedBeforePurge(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
-	op := startOperator(t, ns)
 	old := getCluster(g, ns)
-	// A BackupJob snapshot still running holds the restore before it
-	// takes its safety snapshot.
-	op.Set(func(op *testenv.Operator) { op.LeaveSnapshot = "nightly-abcde" })
+	// A BackupJob snapshot still running (no operator finishes it) holds
+	// the restore before it takes its safety snapshot.
 	running := runningSnapshot(ns, "nightly-abcde")
 	g.Expect(k.Create(ctx, running)).To(Succeed())
-	// Started, so the operator (which only takes new snapshots) leaves it.
-	running.Status.Phase = etcdv1alpha2.SnapshotPhaseStarted
-	g.Expect(k.Status().Update(ctx, running)).To(Succeed())
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
 	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonWaitingForSnapshots)

@@ -146,7 +146,9 @@ func logSink() io.Writer {
 type fault struct {
 	ns, point string
 	after     bool
-	fired     bool
+	// skip lets that many writes at point pass before the fault fires.
+	skip  int
+	fired bool
 }
 
 var errInjected = errors.New("injected fault")
@@ -196,6 +198,10 @@ func (w *writeLog) do(ns, point string, write func() error) error {
 	w.mu.Lock()
 	f := w.faults[ns]
 	hit := f != nil && !f.fired && f.point == point
+	if hit && f.skip > 0 {
+		f.skip--
+		hit = false
+	}
 	if hit {
 		f.fired = true
 	}

@@ -43,8 +43,6 @@ type Operator struct {
 	FailBootstrap func(key string) bool
 	// FailSnapshots fails every EtcdSnapshot.
 	FailSnapshots bool
-	// LeaveSnapshot names a snapshot the operator does not touch.
-	LeaveSnapshot string
 	// BootstrapWhen, when set, must hold before a re-created cluster
 	// becomes healthy (tests use it to see every waiting state).
 	BootstrapWhen func(ctx context.Context) bool
@@ -75,24 +73,26 @@ func (op *Operator) Set(f func(op *Operator)) {
 
 func (op *Operator) step(ctx context.Context) {
 	op.mu.Lock()
-	hold, failBoot, failSnaps, leave, when := op.HoldBootstrap, op.FailBootstrap, op.FailSnapshots, op.LeaveSnapshot, op.BootstrapWhen
+	hold, failBoot, failSnaps, when := op.HoldBootstrap, op.FailBootstrap, op.FailSnapshots, op.BootstrapWhen
 	op.mu.Unlock()
 	if when != nil && !hold {
 		hold = !when(ctx)
 	}
-	op.snapshots(ctx, failSnaps, leave)
+	op.snapshots(ctx, failSnaps)
 	op.cluster(ctx, hold, failBoot)
 	op.helmRelease(ctx)
 }
 
-func (op *Operator) snapshots(ctx context.Context, fail bool, leave string) {
+// snapshots completes (or fails) the snapshots nobody has started: a
+// snapshot a test marks Started itself is left running.
+func (op *Operator) snapshots(ctx context.Context, fail bool) {
 	var snaps etcdv1alpha2.EtcdSnapshotList
 	if op.c.List(ctx, &snaps, client.InNamespace(op.ns)) != nil {
 		return
 	}
 	for i := range snaps.Items {
 		s := &snaps.Items[i]
-		if s.Status.Phase != "" || s.Name == leave || s.Spec.Destination.S3 == nil {
+		if s.Status.Phase != "" || s.Spec.Destination.S3 == nil {
 			continue
 		}
 		if fail {
