@@ -82,13 +82,16 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		g.Expect(raw).To(MatchRegexp(`[|/\\-] Running: EtcdBackupRunning \(\d+s\)`))
 
 		// What stays on the screen, in order: the job created, the steps
-		// as they happened, the snapshot with its size, and the Backup.
+		// as they happened, the snapshot with its size and the job's end
+		// (two watches: either may be told first), and the Backup.
 		lines := screen(raw)
+		complete := regexp.MustCompile(`^\[ *\d+\.\ds\] EtcdSnapshot \S+: Complete, \d+\.\d[KM]iB \(\d+ bytes\)$`)
+		succeeded := regexp.MustCompile(`^\[ *\d+\.\ds\] Succeeded BackupCompleted: Backup manual holds s3://`)
 		want := []*regexp.Regexp{
 			regexp.MustCompile(`^backupjob ` + tn.ns + `/manual created \(application etcd, class ` + tn.class + `\)$`),
 			regexp.MustCompile(`^\[ *\d+\.\ds\] Running EtcdBackupRunning: `),
-			regexp.MustCompile(`^\[ *\d+\.\ds\] EtcdSnapshot \S+: Complete, \d+\.\d[KM]iB \(\d+ bytes\)$`),
-			regexp.MustCompile(`^\[ *\d+\.\ds\] Succeeded BackupCompleted: Backup manual holds s3://`),
+			regexp.MustCompile(complete.String() + "|" + succeeded.String()),
+			regexp.MustCompile(complete.String() + "|" + succeeded.String()),
 			regexp.MustCompile(`^Backup manual: \d+\.\d[KM]iB, taken \S+, s3://\S+$`),
 		}
 		next := 0
@@ -98,6 +101,8 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 			}
 		}
 		g.Expect(next).To(Equal(len(want)), "lines in order; matched %d of them in:\n%s", next, strings.Join(lines, "\n"))
+		g.Expect(lines).To(ContainElement(MatchRegexp(complete.String())))
+		g.Expect(lines).To(ContainElement(MatchRegexp(succeeded.String())))
 		for _, l := range lines {
 			g.Expect(l).NotTo(ContainSubstring("("+"waiting for the driver"), "the live line is gone from the final screen")
 		}
