@@ -54,13 +54,16 @@ type BackupMeta struct {
 // NewBackup is the Ready Backup for r whose snapshot the operator stored at
 // a: the one shape every Etcd Backup the driver records has. It carries the
 // driver's cleanup finalizer from creation, so no Backup exists, even for a
-// moment, whose deletion would skip the cleanup. Backup has no status
-// subresource, so status goes in the create.
+// moment, whose deletion would skip the cleanup, and the Verified
+// condition the driver shows on the Backups it signed (the caller seals
+// it). Backup has no status subresource, so status goes in the create.
 func NewBackup(m BackupMeta, r Record, a *etcdv1alpha2.SnapshotArtifact) (*backupsv1alpha1.Backup, error) {
 	status, err := r.ReadyStatus(a)
 	if err != nil {
 		return nil, err
 	}
+	status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionVerified, Status: metav1.ConditionTrue,
+		Reason: backupsv1alpha1.BackupReasonProvenanceVerified, Message: VerifiedMessage, LastTransitionTime: m.TakenAt}}
 	return &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: m.Namespace, Name: m.Name, Labels: m.Labels,
@@ -76,3 +79,6 @@ func NewBackup(m BackupMeta, r Record, a *etcdv1alpha2.SnapshotArtifact) (*backu
 		Status: status,
 	}, nil
 }
+
+// VerifiedMessage is the message of a verified Backup's Verified condition.
+const VerifiedMessage = "the Etcd driver recorded this Backup as it is"

@@ -53,9 +53,18 @@ func TestEtcdDefaults(t *testing.T) {
 		"limits":   map[string]any{"memory": "512Mi"},
 	}))
 	g.Expect(spec["affinity"]).To(Equal(defaultAffinity()))
-	// 3/4 of 4Gi.
-	g.Expect(field(g, cluster, "spec", "options", "quota-backend-bytes")).To(Equal("3221225472"))
+	// The operator's typed options (it prunes any other key): 95% of 4Gi,
+	// as the platform's chart computes it, periodic compaction every five
+	// minutes, and the raft snapshot count.
+	g.Expect(spec["options"]).To(Equal(map[string]any{
+		"quotaBackendBytes":       int64(4080218931),
+		"autoCompactionMode":      "periodic",
+		"autoCompactionRetention": "5m",
+		"snapshotCount":           int64(10000),
+	}))
+	g.Expect(spec["additionalMetadata"]).To(Equal(map[string]any{"labels": map[string]any{"cozystack.io/service": "etcd"}}))
 	g.Expect(spec).NotTo(HaveKey("bootstrap"))
+	g.Expect(spec).NotTo(HaveKey("progressDeadlineSeconds"), "the operator's default")
 	g.Expect(cluster.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", "etcd"))
 }
 
@@ -70,9 +79,11 @@ func TestEtcdValues(t *testing.T) {
 		{"version", map[string]any{"version": "3.5.21"}, []string{"spec", "version"}, "3.5.21"},
 		{"replicas", map[string]any{"replicas": 5}, []string{"spec", "replicas"}, int64(5)},
 		{"size", map[string]any{"size": "10Gi"}, []string{"spec", "storage", "size"}, "10Gi"},
-		{"quota follows size", map[string]any{"size": "2Gi"}, []string{"spec", "options", "quota-backend-bytes"}, "1610612736"},
-		{"quota in decimal units", map[string]any{"size": "4G"}, []string{"spec", "options", "quota-backend-bytes"}, "3000000000"},
-		{"quota capped at 8GiB", map[string]any{"size": "100Gi"}, []string{"spec", "options", "quota-backend-bytes"}, "8589934592"},
+		{"quota follows size", map[string]any{"size": "2Gi"}, []string{"spec", "options", "quotaBackendBytes"}, int64(2040109466)},
+		{"quota rounds to the nearest byte", map[string]any{"size": "1Mi"}, []string{"spec", "options", "quotaBackendBytes"}, int64(996147)},
+		{"quota in decimal units", map[string]any{"size": "4G"}, []string{"spec", "options", "quotaBackendBytes"}, int64(3800000000)},
+		{"quota of a large volume", map[string]any{"size": "100Gi"}, []string{"spec", "options", "quotaBackendBytes"}, int64(102005473280)},
+		{"quota of a huge volume does not overflow", map[string]any{"size": "100Pi"}, []string{"spec", "options", "quotaBackendBytes"}, int64(106960491150049280)},
 		{"storageClass", map[string]any{"storageClass": "replicated"}, []string{"spec", "storage", "storageClassName"}, "replicated"},
 		{"cpu", map[string]any{"resources": map[string]any{"cpu": "2"}}, []string{"spec", "resources", "requests", "cpu"}, "2"},
 		{"memory request", map[string]any{"resources": map[string]any{"memory": "2Gi"}}, []string{"spec", "resources", "requests", "memory"}, "2Gi"},
@@ -106,7 +117,7 @@ func TestEtcdTLSSecretRefs(t *testing.T) {
 	g.Expect(field(g, cluster, "spec", "tls")).To(Equal(map[string]any{
 		"client": map[string]any{
 			"serverSecretRef":         map[string]any{"name": "etcd-server-tls"},
-			"operatorClientSecretRef": map[string]any{"name": "etcd-operator-client-tls"},
+			"operatorClientSecretRef": map[string]any{"name": "etcd-client-tls"},
 		},
 		"peer": map[string]any{"secretRef": map[string]any{"name": "etcd-peer-tls"}},
 	}))
@@ -123,15 +134,16 @@ func TestEtcdTLSSecretRefs(t *testing.T) {
 		}
 	}
 	g.Expect(issuerOf).To(Equal(map[string]string{
-		"etcd-ca-tls":              "etcd-selfsigned-issuer",
-		"etcd-peer-ca-tls":         "etcd-selfsigned-issuer",
-		"etcd-server-tls":          "etcd-issuer",
-		"etcd-operator-client-tls": "etcd-issuer",
-		"etcd-client-tls":          "etcd-issuer",
-		"etcd-peer-tls":            "etcd-peer-issuer",
+		"etcd-ca-tls":      "etcd-selfsigned-issuer",
+		"etcd-peer-ca-tls": "etcd-selfsigned-issuer",
+		"etcd-server-tls":  "etcd-issuer",
+		"etcd-client-tls":  "etcd-issuer",
+		"etcd-peer-tls":    "etcd-peer-issuer",
 	}))
 	g.Expect(field(g, secretOf["etcd-ca-tls"], "spec", "isCA")).To(BeTrue())
 	g.Expect(field(g, secretOf["etcd-peer-ca-tls"], "spec", "isCA")).To(BeTrue())
+	// The operator and the consumers share the root client certificate, the
+	// shape of the clusters the platform runs (spec.tls is immutable).
 	g.Expect(field(g, secretOf["etcd-client-tls"], "spec", "commonName")).To(Equal("root"))
 	g.Expect(field(g, secretOf["etcd-client-tls"], "spec", "usages")).To(ContainElement("client auth"))
 
@@ -179,7 +191,7 @@ func TestEtcdRendersExactlyTheseObjects(t *testing.T) {
 		"EtcdCluster/etcd", "DataStore/"+ns,
 		"Issuer/etcd-selfsigned-issuer", "Issuer/etcd-issuer", "Issuer/etcd-peer-issuer",
 		"Certificate/etcd-ca", "Certificate/etcd-peer-ca", "Certificate/etcd-server", "Certificate/etcd-peer",
-		"Certificate/etcd-operator-client", "Certificate/etcd-client",
+		"Certificate/etcd-client",
 	))
 }
 

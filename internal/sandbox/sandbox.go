@@ -1,10 +1,12 @@
 // Package sandbox runs the whole product on one machine with no kubelet: a
-// real kube-apiserver and etcd (from bin/, through test/testenv) with every
-// CRD, the driver's own manager (internal/manager.New), an embedded S3
-// server, and stand-ins for the etcd-operator (real etcd member processes,
-// real snapshots and restores) and Flux's helm-controller (charts/etcd
-// rendered with the Helm SDK). cmd/sandbox, `make demo` and test/e2e all
-// start it through Start.
+// real kube-apiserver and etcd (from bin/, through test/testenv) with the
+// upstream CRDs, the real kube-controller-manager (garbage collector, Job
+// controller, PVC protection), the driver's own manager
+// (internal/manager.New), an embedded S3 server, and stand-ins for the
+// etcd-operator (EtcdMembers, member PVCs, real etcd member processes, real
+// snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
+// helm-controller (charts/etcd rendered with the Helm SDK). cmd/sandbox,
+// `make demo` and test/e2e all start it through Start.
 package sandbox
 
 import (
@@ -23,6 +25,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
@@ -40,9 +43,10 @@ type Options struct {
 	S3 s3server.Credentials
 	// Buckets created at start; empty means DefaultBucket.
 	Buckets []string
-	// ProgressDeadline is the stand-in operator's bootstrap deadline
-	// (default 600s, the operator's progressDeadlineSeconds default).
-	ProgressDeadline time.Duration
+	// SnapshotJobDeadline is the stand-in operator's activeDeadlineSeconds
+	// on snapshot Jobs (default 1800s, the operator's): how long a snapshot
+	// whose Pod cannot start (no credentials Secret) hangs before it fails.
+	SnapshotJobDeadline time.Duration
 	// Driver adjusts the driver's manager options (deadlines, ...).
 	Driver func(*manager.Options)
 }
@@ -65,8 +69,10 @@ type Sandbox struct {
 	S3Credentials s3server.Credentials
 	// Fleet knows the running etcd members.
 	Fleet *operator.Fleet
-	// Snapshots is the stand-in's snapshot controller (for timings).
-	Snapshots *operator.SnapshotReconciler
+	// Snapshots reports what the stand-in's snapshot agents moved.
+	Snapshots *operator.SnapshotStatsStore
+	// Faults injects stand-in operator failures (see operator.Faults).
+	Faults *operator.Faults
 	// Dir is the sandbox's data folder.
 	Dir string
 
@@ -103,7 +109,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 	if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
 		return s, err
 	}
-	if s.env, err = testenv.Start(); err != nil {
+	if s.env, err = testenv.StartWith(testenv.Options{ControllerManager: true}); err != nil {
 		return s, err
 	}
 	s.Config, s.Client = s.env.Config, s.env.Client
@@ -146,8 +152,12 @@ func Start(o Options) (_ *Sandbox, err error) {
 // stand-ins.
 func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	skip := true
+	scheme := driverscheme.New()
+	if err := etcdmember.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
-		Scheme:                 driverscheme.New(),
+		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: &skip},
@@ -155,22 +165,15 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in manager: %w", err)
 	}
-	deadline := o.ProgressDeadline
-	if deadline == 0 {
-		deadline = 600 * time.Second
-	}
-	s.Fleet = operator.NewFleet(filepath.Join(s.Dir, "etcd"))
-	clusters := &operator.ClusterReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fleet: s.Fleet,
-		EtcdBinary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), ProgressDeadline: deadline, Now: time.Now,
-	}
-	if err := clusters.SetupWithManager(mgr); err != nil {
+	op, err := operator.Setup(mgr, operator.Options{
+		EtcdBinary:          filepath.Join(testenv.RepoRoot(), "bin", "etcd"),
+		DataDir:             filepath.Join(s.Dir, "etcd"),
+		SnapshotJobDeadline: o.SnapshotJobDeadline,
+	})
+	if err != nil {
 		return nil, err
 	}
-	s.Snapshots = &operator.SnapshotReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Fleet: s.Fleet, Now: time.Now}
-	if err := s.Snapshots.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
+	s.Fleet, s.Snapshots, s.Faults = op.Fleet, op.Snapshots, op.Faults
 	helm := &helmstandin.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ChartsDir: filepath.Join(testenv.RepoRoot(), "charts")}
 	if err := helm.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -63,7 +63,7 @@ func TestEtcdChartObjectsAreAccepted(t *testing.T) {
 			ensureNamespace(g, ns)
 			objs, err := chartrender.Render(chartrender.ChartDir("etcd"), chartrender.Release{Name: "etcd", Namespace: ns, Values: tc.values})
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(objs).To(HaveLen(11))
+			g.Expect(objs).To(HaveLen(10))
 			dryRun(g, ns, objs)
 		})
 	}

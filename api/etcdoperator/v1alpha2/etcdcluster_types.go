@@ -15,16 +15,23 @@ const (
 	ReasonClusterDiscovered = "ClusterDiscovered"
 	ReasonQuorumHealthy     = "QuorumHealthy"
 	ReasonQuorumAvailable   = "QuorumAvailable"
-	ReasonBootstrapFailed   = "BootstrapFailed"
+	// ReasonBootstrapFailed is final: the cluster never formed within its
+	// progress deadline and must be deleted and re-created.
+	ReasonBootstrapFailed = "BootstrapFailed"
+	// ReasonDeadlineExceeded: a formed cluster did not reach its target
+	// within the progress deadline; a spec change retries.
+	ReasonDeadlineExceeded = "DeadlineExceeded"
 )
+
+// DefaultProgressDeadlineSeconds is the operator's (and its CRD's) default
+// for spec.progressDeadlineSeconds.
+const DefaultProgressDeadlineSeconds int32 = 600
 
 // S3Source locates one snapshot object in S3.
 type S3Source struct {
 	// Endpoint is the S3 URL including its scheme.
-	// +kubebuilder:validation:MinLength=1
 	Endpoint string `json:"endpoint"`
 	// Bucket holding the snapshot.
-	// +kubebuilder:validation:MinLength=1
 	Bucket string `json:"bucket"`
 	// Key is the exact object key of the snapshot (not a prefix).
 	// +optional
@@ -43,7 +50,6 @@ type S3Source struct {
 // PVCSource locates a snapshot on a PersistentVolumeClaim.
 type PVCSource struct {
 	// ClaimName of the PVC.
-	// +kubebuilder:validation:MinLength=1
 	ClaimName string `json:"claimName"`
 	// SubPath of the snapshot file inside the claim.
 	// +optional
@@ -60,15 +66,15 @@ type RestoreSource struct {
 	PVC *PVCSource `json:"pvc,omitempty"`
 }
 
-// RestoreSpec seeds a new cluster from a snapshot.
-// +kubebuilder:validation:XValidation:rule="!has(self.source.s3) || (has(self.source.s3.key) && size(self.source.s3.key) > 0)",message="bootstrap.restore.source.s3.key must be the exact, non-empty object key"
-// +kubebuilder:validation:XValidation:rule="!has(self.source.pvc) || (has(self.source.pvc.subPath) && size(self.source.pvc.subPath) > 0)",message="bootstrap.restore.source.pvc.subPath must be the exact, non-empty snapshot path"
+// RestoreSpec seeds a new cluster from a snapshot. The operator's CRD
+// rejects an S3 source without a non-empty key.
 type RestoreSpec struct {
 	// Source of the snapshot.
 	Source RestoreSource `json:"source"`
 }
 
-// BootstrapSpec says how a new cluster gets its first data.
+// BootstrapSpec says how a new cluster gets its first data. It can be
+// neither added, removed nor changed after creation.
 type BootstrapSpec struct {
 	// Restore seeds the cluster from a snapshot.
 	// +optional
@@ -77,7 +83,7 @@ type BootstrapSpec struct {
 
 // StorageSpec is the members' storage.
 type StorageSpec struct {
-	// Size of each member's volume.
+	// Size of each member's volume; the CRD defaults it to 1Gi.
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
 	// StorageClassName of each member's volume.
@@ -88,41 +94,99 @@ type StorageSpec struct {
 	Medium string `json:"medium,omitempty"`
 }
 
-// EtcdClusterSpec mirrors the fields the driver reads; every other upstream
-// field (tls, resources, affinity, options, ...) is preserved as written. The
-// driver re-creates clusters from unstructured captures, never from this type,
-// so nothing it does not mirror is lost.
-//
-// +kubebuilder:pruning:PreserveUnknownFields
-// +kubebuilder:validation:XValidation:rule="has(self.bootstrap) == has(oldSelf.bootstrap)",message="spec.bootstrap cannot be added or removed after creation"
-// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(oldSelf.bootstrap) || self.bootstrap == oldSelf.bootstrap",message="spec.bootstrap is immutable"
-// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.storage) || !has(self.storage.medium) || self.storage.medium != 'Memory'",message="bootstrap restore cannot be combined with storage.medium Memory"
+// EtcdOptions are the etcd server flags the operator passes to members.
+type EtcdOptions struct {
+	// QuotaBackendBytes is --quota-backend-bytes; 0 or unset is etcd's 2GiB.
+	// +optional
+	QuotaBackendBytes *int64 `json:"quotaBackendBytes,omitempty"`
+	// AutoCompactionMode is --auto-compaction-mode: periodic or revision.
+	// +optional
+	AutoCompactionMode string `json:"autoCompactionMode,omitempty"`
+	// AutoCompactionRetention is --auto-compaction-retention ("5m", "1h", a
+	// revision count); unset or "0" disables auto-compaction.
+	// +optional
+	AutoCompactionRetention string `json:"autoCompactionRetention,omitempty"`
+	// SnapshotCount is --snapshot-count (raft entries between internal
+	// raft snapshots, unrelated to EtcdSnapshot).
+	// +optional
+	SnapshotCount *int64 `json:"snapshotCount,omitempty"`
+}
+
+// AdditionalMetadata are labels and annotations the operator merges onto
+// every object it creates for a cluster (members, their PVCs, Services);
+// the operator's own keys win on collision.
+type AdditionalMetadata struct {
+	// Labels merged onto created objects.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations merged onto created objects.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// EtcdClusterSpec mirrors the spec fields the driver and the stand-in
+// operator read or set. Every other upstream field (tls, resources,
+// affinity, additionalMetadata, ...) is kept by the API server as written
+// and travels through the driver's unstructured captures.
 type EtcdClusterSpec struct {
-	// Version of etcd to run.
+	// Version of etcd to run (X.Y.Z); the CRD requires it.
+	Version string `json:"version"`
+	// Replicas is the number of members; the CRD defaults it to 3. Zero is
+	// a paused cluster, which the operator never bootstraps.
 	// +optional
-	Version string `json:"version,omitempty"`
-	// Replicas is the number of members.
-	// +optional
-	// +kubebuilder:validation:Minimum=0
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Storage of the members.
 	// +optional
 	Storage *StorageSpec `json:"storage,omitempty"`
+	// Options are etcd server flags.
+	// +optional
+	Options *EtcdOptions `json:"options,omitempty"`
+	// AdditionalMetadata is stamped on the objects the operator creates.
+	// +optional
+	AdditionalMetadata *AdditionalMetadata `json:"additionalMetadata,omitempty"`
 	// Bootstrap is consulted only while the cluster has no ID yet.
 	// +optional
 	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+	// ProgressDeadlineSeconds bounds how long the operator works towards a
+	// target (the first bootstrap, a scale) before giving up with
+	// BootstrapFailed (never formed: final) or DeadlineExceeded. The CRD
+	// defaults it to 600.
+	// +optional
+	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
-// EtcdClusterStatus mirrors the status fields the driver reads.
-// +kubebuilder:pruning:PreserveUnknownFields
+// ObservedClusterSpec is the target the operator latched from the spec
+// (status.observed); it works towards it until reached or the deadline
+// passes, and only then adopts a newer spec.
+type ObservedClusterSpec struct {
+	// Replicas is the latched member count.
+	Replicas int32 `json:"replicas"`
+	// Version is the latched etcd version.
+	Version string `json:"version"`
+	// Storage is the latched member storage.
+	Storage StorageSpec `json:"storage"`
+}
+
+// EtcdClusterStatus mirrors the status fields the driver reads and the
+// stand-in operator writes.
 type EtcdClusterStatus struct {
-	// ObservedGeneration is the generation the conditions describe.
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// ClusterID of the running cluster; set once bootstrap is done.
 	// +optional
 	ClusterID string `json:"clusterID,omitempty"`
-	// ReadyMembers counts members that serve requests.
+	// ClusterToken is the initial cluster token, latched on first sight.
+	// +optional
+	ClusterToken string `json:"clusterToken,omitempty"`
+	// Observed is the target being worked towards.
+	// +optional
+	Observed *ObservedClusterSpec `json:"observed,omitempty"`
+	// ProgressDeadline is when the work towards Observed is abandoned;
+	// cleared once reached. Setting it in the past aborts at once.
+	// +optional
+	ProgressDeadline *metav1.Time `json:"progressDeadline,omitempty"`
+	// ReadyMembers counts members that serve requests. The operator
+	// recounts it only once every member of the target exists, so it is 0
+	// when the cluster is first discovered (Available=True,
+	// ClusterDiscovered) and rises as the last members become ready.
 	// +optional
 	ReadyMembers int32 `json:"readyMembers,omitempty"`
 	// Conditions: Available, Progressing, Degraded.
@@ -133,11 +197,6 @@ type EtcdClusterStatus struct {
 // EtcdCluster is an etcd cluster run by the etcd-operator.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyMembers`
-// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -23,10 +23,8 @@ const SnapshotConditionReady = "Ready"
 // S3Destination is where a snapshot is streamed to.
 type S3Destination struct {
 	// Endpoint is the S3 URL including its scheme.
-	// +kubebuilder:validation:MinLength=1
 	Endpoint string `json:"endpoint"`
 	// Bucket to write to.
-	// +kubebuilder:validation:MinLength=1
 	Bucket string `json:"bucket"`
 	// Key is a prefix; the object is <key><name>.db when it ends with "/",
 	// <key>/<name>.db otherwise, and <name>.db when empty.
@@ -46,15 +44,14 @@ type S3Destination struct {
 // PVCDestination writes the snapshot onto a PersistentVolumeClaim.
 type PVCDestination struct {
 	// ClaimName of the PVC.
-	// +kubebuilder:validation:MinLength=1
 	ClaimName string `json:"claimName"`
 	// SubPath inside the claim.
 	// +optional
 	SubPath string `json:"subPath,omitempty"`
 }
 
-// SnapshotLocation holds exactly one destination.
-// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.pvc)",message="exactly one of s3 or pvc must be set"
+// SnapshotLocation holds exactly one destination (the CRD rejects both
+// and neither).
 type SnapshotLocation struct {
 	// S3 destination.
 	// +optional
@@ -101,10 +98,6 @@ type EtcdSnapshotStatus struct {
 // operator-run Job named <snapshot>-snapshot.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterRef.name`
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EtcdSnapshot struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -36,13 +36,14 @@ unit suffix, which keeps this parse exact).
 {{- end -}}
 
 {{/*
-etcd's backend quota: three quarters of the volume, because the WAL, the
-snapshot files and a defragmentation copy share it with the database; capped
-at 8GiB, the largest database etcd recommends.
+etcd's backend quota: 95% of the volume, rounded to the nearest byte, as
+the platform's etcd chart sets it (the WAL and snapshot files share the
+volume with the database). Integer arithmetic keeps it exact, split so that
+the product cannot overflow: 95*(b/100) + round(95*(b%100)/100).
 */}}
 {{- define "etcd.quotaBackendBytes" -}}
-{{- $quota := div (mul (include "etcd.sizeBytes" . | atoi) 3) 4 -}}
-{{- min $quota 8589934592 -}}
+{{- $b := include "etcd.sizeBytes" . | atoi -}}
+{{- add (mul (div $b 100) 95) (div (add (mul (mod $b 100) 95) 50) 100) -}}
 {{- end -}}
 
 {{/*

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,16 +40,19 @@ type Spec struct {
 	Token string
 	// LogFile receives the member's output.
 	LogFile string
+	// Flags are extra etcd flags (the operator's spec.options).
+	Flags []string
 }
 
 // Member is one running etcd process.
 type Member struct {
 	Spec Spec
 
-	cmd    *exec.Cmd
-	exited chan struct{}
-	mu     sync.Mutex
-	err    error
+	cmd     *exec.Cmd
+	started time.Time
+	exited  chan struct{}
+	mu      sync.Mutex
+	err     error
 }
 
 // FreeURL returns http://127.0.0.1:<port> for a port free right now.
@@ -71,20 +75,20 @@ func Start(s Spec) (*Member, error) {
 	if s.Existing {
 		state = "existing"
 	}
-	cmd := exec.Command(s.Binary,
-		"--name="+s.Name,
-		"--data-dir="+s.DataDir,
-		"--listen-client-urls="+s.ClientURL,
-		"--advertise-client-urls="+s.ClientURL,
-		"--listen-peer-urls="+s.PeerURL,
-		"--initial-advertise-peer-urls="+s.PeerURL,
-		"--initial-cluster="+s.InitialCluster,
-		"--initial-cluster-state="+state,
-		"--initial-cluster-token="+s.Token,
+	args := []string{
+		"--name=" + s.Name,
+		"--data-dir=" + s.DataDir,
+		"--listen-client-urls=" + s.ClientURL,
+		"--advertise-client-urls=" + s.ClientURL,
+		"--listen-peer-urls=" + s.PeerURL,
+		"--initial-advertise-peer-urls=" + s.PeerURL,
+		"--initial-cluster=" + s.InitialCluster,
+		"--initial-cluster-state=" + state,
+		"--initial-cluster-token=" + s.Token,
 		"--listen-metrics-urls=",
-		"--quota-backend-bytes=2147483648",
 		"--log-level=warn",
-	)
+	}
+	cmd := exec.Command(s.Binary, append(args, s.Flags...)...)
 	// Own process group: Stop signals the whole group. Pdeathsig: if the
 	// sandbox itself is killed, the kernel kills its members too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -102,7 +106,7 @@ func Start(s Spec) (*Member, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("member %s: start %s: %w", s.Name, s.Binary, err)
 	}
-	m := &Member{Spec: s, cmd: cmd, exited: make(chan struct{})}
+	m := &Member{Spec: s, cmd: cmd, started: time.Now(), exited: make(chan struct{})}
 	go func() {
 		err := cmd.Wait()
 		m.mu.Lock()
@@ -112,6 +116,9 @@ func Start(s Spec) (*Member, error) {
 	}()
 	return m, nil
 }
+
+// Started is when the process was launched.
+func (m *Member) Started() time.Time { return m.started }
 
 // Exited is closed when the process has ended.
 func (m *Member) Exited() <-chan struct{} { return m.exited }
@@ -155,26 +162,45 @@ func Client(endpoints ...string) (*clientv3.Client, error) {
 }
 
 // WaitHealthy waits until the member answers a Status call, its process
-// exits, or ctx ends.
+// exits, or ctx ends. It first waits for the client port to accept
+// connections: a gRPC dial to a port nobody listens on yet backs off for a
+// second, which would make every member start a second slower than it is.
 func (m *Member) WaitHealthy(ctx context.Context) error {
-	c, err := Client(m.Spec.ClientURL)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+	addr := strings.TrimPrefix(m.Spec.ClientURL, "http://")
+	var last error
 	for {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := c.Status(sctx, m.Spec.ClientURL)
-		cancel()
-		if err == nil {
-			return nil
+		if last = dialOnce(ctx, addr); last == nil {
+			if _, last = m.Status(ctx); last == nil {
+				return nil
+			}
 		}
 		select {
 		case <-m.exited:
 			return fmt.Errorf("member %s exited before serving (see %s)", m.Spec.Name, m.Spec.LogFile)
 		case <-ctx.Done():
-			return errors.Join(fmt.Errorf("member %s did not become healthy: %w", m.Spec.Name, ctx.Err()), err)
-		case <-time.After(100 * time.Millisecond):
+			return errors.Join(fmt.Errorf("member %s did not become healthy: %w", m.Spec.Name, ctx.Err()), last)
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+func dialOnce(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 100 * time.Millisecond}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
+}
+
+// Status asks the member for its status (ID, role, leader, database size).
+func (m *Member) Status(ctx context.Context) (*clientv3.StatusResponse, error) {
+	c, err := Client(m.Spec.ClientURL)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return c.Status(sctx, m.Spec.ClientURL)
 }

@@ -170,8 +170,12 @@ func (r *Reconciler) apply(ctx context.Context, hr *helmv2.HelmRelease) (int, er
 	return applied, nil
 }
 
+// createOrPatch writes with strict field validation: a chart that renders a
+// field the served schema does not know fails the release here, instead of
+// the API server silently pruning it (Helm's own schema validation would
+// refuse such a manifest on a real cluster too).
 func (r *Reconciler) createOrPatch(ctx context.Context, o *unstructured.Unstructured) error {
-	err := r.Client.Create(ctx, o.DeepCopy(), client.FieldOwner(fieldOwner))
+	err := r.Client.Create(ctx, o.DeepCopy(), client.FieldOwner(fieldOwner), client.FieldValidation("Strict"))
 	if err == nil || !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -179,5 +183,5 @@ func (r *Reconciler) createOrPatch(ctx context.Context, o *unstructured.Unstruct
 	if err != nil {
 		return err
 	}
-	return r.Client.Patch(ctx, o, client.RawPatch(types.MergePatchType, body), client.FieldOwner(fieldOwner))
+	return r.Client.Patch(ctx, o, client.RawPatch(types.MergePatchType, body), client.FieldOwner(fieldOwner), client.FieldValidation("Strict"))
 }

@@ -3,19 +3,17 @@ package operator
 // Reasons the stand-in writes, exactly the operator's (peer-contracts F.1,
 // F.4); the ones the driver reads are also constants in api/etcdoperator.
 const (
-	reasonClusterDiscovered  = "ClusterDiscovered"
-	reasonQuorumHealthy      = "QuorumHealthy"
-	reasonQuorumAvailable    = "QuorumAvailable"
-	reasonQuorumLost         = "QuorumLost"
+	reasonInitialSnapshot    = "InitialSnapshot"
+	reasonSpecChanged        = "SpecChanged"
+	reasonRetryAfterDeadline = "RetryAfterDeadline"
+	reasonWaitingForSeed     = "WaitingForSeed"
 	reasonClusterUnreachable = "ClusterUnreachable"
 	reasonMembersUnhealthy   = "MembersUnhealthy"
-	reasonBootstrapFailed    = "BootstrapFailed"
-	reasonWaitingForSeed     = "WaitingForSeed"
-	reasonSpecChanged        = "SpecChanged"
+	reasonQuorumLost         = "QuorumLost"
 	reasonReconciled         = "Reconciled"
+	reasonPaused             = "Paused"
 
 	reasonJobCreated      = "JobCreated"
-	reasonJobRunning      = "JobRunning"
 	reasonJobFailed       = "JobFailed"
 	reasonSnapshotJobLost = "SnapshotJobLost"
 	reasonClusterNotFound = "ClusterNotFound"

@@ -1,21 +1,78 @@
 // Package operator is the sandbox's stand-in for the etcd-operator
-// (etcd-operator.cozystack.io/v1alpha2), for machines with no kubelet. It
-// reproduces the operator's observable contract and nothing more:
+// (etcd-operator.cozystack.io/v1alpha2, cozystack/etcd-operator), for
+// machines with no kubelet. It runs against the operator's own CRDs and
+// next to the real kube-controller-manager (garbage collector, Job
+// controller, PVC protection), and reproduces the operator's observable
+// contract wherever the driver's correctness depends on it; the
+// conformance test (conformance_test.go) states each behaviour with the
+// upstream file it comes from.
 //
-//   - EtcdCluster: a seed member starts first (restored from
-//     spec.bootstrap.restore.source.s3 when set: the exact object is
-//     downloaded with the named Secret's credentials and restored with
-//     etcdutl's library), then members join one at a time until
-//     spec.replicas run. Members are real etcd processes on loopback.
-//     Status carries clusterID, readyMembers and the Available, Progressing
-//     and Degraded conditions with the operator's reasons. Deleting the
-//     cluster stops its processes and removes their data.
-//   - EtcdSnapshot: Pending, then Started while a "job" streams
-//     Maintenance.Snapshot to S3 at the operator's object key, then Complete
-//     with status.artifact {uri, sizeBytes, sha256:<hex>} or Failed.
+// EtcdCluster (cluster_controller.go):
+//   - The first reconcile latches the spec into status.observed, sets a
+//     cluster token and status.progressDeadline = now +
+//     spec.progressDeadlineSeconds (600 by the CRD's default):
+//     Progressing=True/InitialSnapshot.
+//   - replicas 0 from the start is never bootstrapped: no member, no PVC,
+//     Available=False/Paused.
+//   - Otherwise a seed EtcdMember founds the cluster alone; only it carries
+//     spec.bootstrap.restore. As soon as it answers MemberList the cluster
+//     ID is latched: Available=True/ClusterDiscovered, readyMembers still 0.
+//   - The other members are added one at a time, each registered with etcd
+//     as a learner, started, and promoted once it has caught up.
+//     readyMembers is recounted only when every member of the target
+//     exists, with Available=True/QuorumHealthy when all are ready,
+//     QuorumAvailable with a majority, Available=False/QuorumLost below.
+//     Progressing=False/Reconciled clears the deadline.
+//   - A target not reached by status.progressDeadline ends in
+//     Available=False/BootstrapFailed when the cluster never formed (final:
+//     delete and re-create it) or DeadlineExceeded when it did (a spec
+//     change retries). Setting status.progressDeadline in the past aborts
+//     at once, as upstream.
 //
-// Differences from a real cluster, all invisible to the driver: no Pods,
-// PVCs, Services or Jobs exist; TLS and auth settings are accepted but the
-// members serve plain HTTP on 127.0.0.1; endpoints are published in a
-// ConfigMap <cluster>-sandbox-endpoints so that scripts can reach the data.
+// EtcdMember (member_controller.go): named <cluster>-<random>, controlled by
+// its cluster, with the finalizer etcd-operator.cozystack.io/member-cleanup
+// and the PVC data-<member> (labels app.kubernetes.io/instance=<cluster>,
+// etcd-operator.cozystack.io/cluster=<cluster>, the cluster's
+// additionalMetadata) controlled by the member. Deleting the cluster lets
+// the garbage collector delete the members; each stops its process, drops
+// its data and releases its finalizer, and the collector then deletes the
+// PVCs. A member deleted while its cluster lives is first removed from etcd.
+// The seed's restore runs the agent's steps: HEAD the exact object key,
+// require twice its size free on the volume (spec.storage.size), refuse an
+// etcd version without etcdutl (< 3.5), download, etcdutl restore with the
+// hash check skipped. Its credentials Secret missing keeps the seed in
+// CreateContainerConfigError until the Secret appears; any other failure
+// crash-loops, so the cluster ends BootstrapFailed at its deadline.
+//
+// EtcdSnapshot (snapshot_controller.go, snapshot_job.go, kubelet.go):
+// Pending, then a real Job <snapshot>-snapshot owned by the snapshot
+// (backoffLimit 3, activeDeadlineSeconds 1800, the agent's environment with
+// secretKeyRefs to the credentials Secret), Started/JobCreated, then
+// Failed/JobFailed when the Job controller fails the Job, or Complete with
+// status.artifact {uri, sizeBytes, sha256:<hex>} once it has a succeeded
+// Pod. The kubelet stand-in runs only these Pods: it reports
+// CreateContainerConfigError while a referenced Secret or key is missing
+// (so the snapshot hangs until the Job's deadline, as on a real cluster),
+// otherwise it runs the agent (stream Maintenance.Snapshot to
+// <S3_KEY><name>.db, refuse to overwrite another snapshot's object) and
+// marks the Pod Succeeded or Failed.
+//
+// Failure injection (Operator.Faults, Sandbox.Faults):
+// FailBootstrap(key, n) makes the next n incarnations of an EtcdCluster
+// fail to bootstrap (the seed crash-loops); with a short
+// spec.progressDeadlineSeconds, or status.progressDeadline patched into the
+// past, the cluster ends BootstrapFailed: the failure a restore's rollback
+// must handle. FailJoin(key, n) makes the next n joining members never
+// start, so a scale-up ends DeadlineExceeded.
+//
+// Differences from a real cluster, all invisible to the driver: members
+// are etcd processes on 127.0.0.1 serving plain HTTP (TLS and auth settings
+// are accepted but unused), with no Pods and no Services; their data lives
+// in a folder per member and the PVCs stay Pending (no provisioner); etcd
+// runs with --strict-reconfig-check=false so a learner can be added without
+// etcd's five-second connectivity wait; pausing a formed cluster
+// (replicas 0 after bootstrap) and defragmentation are not reproduced; the
+// agent's log marker is handed over in memory. Client URLs are published in
+// a ConfigMap <cluster>-sandbox-endpoints, owned by the cluster, for
+// scripts.
 package operator

@@ -3,7 +3,7 @@ package operator
 import (
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,106 +15,129 @@ import (
 // stopGrace is how long a member gets to exit on SIGTERM before SIGKILL.
 const stopGrace = 5 * time.Second
 
-// runningCluster is one incarnation (one UID) of an EtcdCluster.
-type runningCluster struct {
-	uid       types.UID
-	dir       string
-	token     string
-	clusterID string
-	members   []*etcdproc.Member
+// memberProc is the process of one EtcdMember (one UID): what its Pod and
+// container would be on a real node.
+type memberProc struct {
+	uid        types.UID
+	cluster    types.NamespacedName
+	clusterUID types.UID
+	proc       *etcdproc.Member
 }
 
-func (rc *runningCluster) endpoints() []string {
-	var eps []string
-	for _, m := range rc.members {
-		if m.Running() {
-			eps = append(eps, m.Spec.ClientURL)
-		}
-	}
-	return eps
-}
-
-func (rc *runningCluster) initialCluster(extra ...*etcdproc.Spec) string {
-	var parts []string
-	for _, m := range rc.members {
-		parts = append(parts, m.Spec.Name+"="+m.Spec.PeerURL)
-	}
-	for _, s := range extra {
-		parts = append(parts, s.Name+"="+s.PeerURL)
-	}
-	return strings.Join(parts, ",")
-}
-
-// Fleet tracks every member process the stand-in started. It is the
-// operator's memory of what runs; the API server holds the rest.
+// Fleet tracks every member process the stand-in started, by EtcdMember.
+// It is the node's view of what runs; the API server holds the rest.
 type Fleet struct {
-	// Root holds one folder per cluster incarnation.
+	// Root holds one data folder per member.
 	Root string
 
-	mu       sync.Mutex
-	clusters map[types.NamespacedName]*runningCluster
+	mu      sync.Mutex
+	members map[types.NamespacedName]*memberProc
 }
 
 // NewFleet returns an empty fleet keeping data under root.
 func NewFleet(root string) *Fleet {
-	return &Fleet{Root: root, clusters: map[types.NamespacedName]*runningCluster{}}
+	return &Fleet{Root: root, members: map[types.NamespacedName]*memberProc{}}
 }
 
-func (f *Fleet) get(key types.NamespacedName) *runningCluster {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.clusters[key]
+// dataDir is the folder a member's PVC stands for.
+func (f *Fleet) dataDir(member types.NamespacedName) string {
+	return filepath.Join(f.Root, member.Namespace, member.Name)
 }
 
-func (f *Fleet) put(key types.NamespacedName, rc *runningCluster) {
+func (f *Fleet) get(member types.NamespacedName) *memberProc {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.clusters[key] = rc
+	return f.members[member]
 }
 
-// Endpoints returns the client URLs of key's live members.
-func (f *Fleet) Endpoints(key types.NamespacedName) []string {
+func (f *Fleet) put(member types.NamespacedName, p *memberProc) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if rc := f.clusters[key]; rc != nil {
-		return rc.endpoints()
+	f.members[member] = p
+}
+
+// Endpoints returns the client URLs of the live members of the newest
+// incarnation of the EtcdCluster key, sorted by member name.
+func (f *Fleet) Endpoints(cluster types.NamespacedName) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	newest := f.newestIncarnation(cluster)
+	var names []string
+	urls := map[string]string{}
+	for key, p := range f.members {
+		if p.cluster == cluster && p.clusterUID == newest && p.proc.Running() {
+			names = append(names, key.Name)
+			urls[key.Name] = p.proc.Spec.ClientURL
+		}
 	}
-	return nil
+	slices.Sort(names)
+	eps := make([]string, 0, len(names))
+	for _, n := range names {
+		eps = append(eps, urls[n])
+	}
+	return eps
 }
 
-// teardown stops key's members and removes their data.
-func (f *Fleet) teardown(key types.NamespacedName) {
+// endpointsOf returns the client URLs of the live members of one
+// incarnation.
+func (f *Fleet) endpointsOf(clusterUID types.UID) []string {
 	f.mu.Lock()
-	rc := f.clusters[key]
-	delete(f.clusters, key)
+	defer f.mu.Unlock()
+	var eps []string
+	for _, p := range f.members {
+		if p.clusterUID == clusterUID && p.proc.Running() {
+			eps = append(eps, p.proc.Spec.ClientURL)
+		}
+	}
+	slices.Sort(eps)
+	return eps
+}
+
+// newestIncarnation is the cluster UID whose member started last; callers
+// hold f.mu.
+func (f *Fleet) newestIncarnation(cluster types.NamespacedName) types.UID {
+	var uid types.UID
+	var started time.Time
+	for _, p := range f.members {
+		if p.cluster == cluster && p.proc.Started().After(started) {
+			uid, started = p.clusterUID, p.proc.Started()
+		}
+	}
+	return uid
+}
+
+// remove kills a member's process and deletes its data, as deleting its
+// Pod and PVC would. No grace: the data goes anyway, and an etcd whose
+// peers are stopping at the same time can spend seconds trying to hand
+// over leadership.
+func (f *Fleet) remove(member types.NamespacedName) {
+	f.mu.Lock()
+	p := f.members[member]
+	delete(f.members, member)
 	f.mu.Unlock()
-	if rc == nil {
-		return
+	if p != nil {
+		p.proc.Stop(0)
 	}
-	stopAll(rc.members)
-	_ = os.RemoveAll(rc.dir)
+	_ = os.RemoveAll(f.dataDir(member))
 }
 
-// StopAll stops every member of every cluster; the sandbox calls it on exit.
+// forget drops the record of a member whose process has exited, keeping
+// its data for the restart.
+func (f *Fleet) forget(member types.NamespacedName) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.members, member)
+}
+
+// StopAll stops every member process; the sandbox calls it on exit.
 func (f *Fleet) StopAll() {
 	f.mu.Lock()
-	all := f.clusters
-	f.clusters = map[types.NamespacedName]*runningCluster{}
+	all := f.members
+	f.members = map[types.NamespacedName]*memberProc{}
 	f.mu.Unlock()
-	for _, rc := range all {
-		stopAll(rc.members)
-	}
-}
-
-func stopAll(members []*etcdproc.Member) {
 	var wg sync.WaitGroup
-	for _, m := range members {
-		wg.Add(1)
-		go func() { defer wg.Done(); m.Stop(stopGrace) }()
+	for _, p := range all {
+		wg.Go(func() { p.proc.Stop(stopGrace) })
 	}
 	wg.Wait()
-}
-
-func clusterDir(root string, key types.NamespacedName, uid types.UID) string {
-	return filepath.Join(root, key.Namespace, key.Name+"-"+string(uid)[:8])
 }

@@ -11,27 +11,29 @@ import (
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
 
-// seedRestore is the operator's restore agent for the seed member: download
-// the exact object key with the named Secret's credentials, then restore it
-// with etcdutl into dataDir. Like the agent it is a no-op when dataDir already
-// holds a member, and it skips etcdutl's hash check.
-type seedRestore struct {
-	reader  client.Reader
-	ns      string
-	src     *etcdv1alpha2.S3Source
-	dataDir string
-	name    string
-	peerURL string
-	token   string
+// restoreAgent is the operator's restore init container for the seed
+// member (internal/agent/restore.go upstream): a no-op when the data folder
+// already holds a member; otherwise it looks the exact object key up, checks
+// the volume has room for twice the snapshot (the download plus the member
+// etcdutl rebuilds from it), downloads it and restores it with etcdutl,
+// skipping etcdutl's hash check. Nothing compares the Backup's checksum.
+type restoreAgent struct {
+	secret   *corev1.Secret
+	src      *etcdv1alpha2.S3Source
+	dataDir  string
+	name     string
+	peerURL  string
+	token    string
+	version  string
+	capacity int64
 }
 
-func (r seedRestore) run(ctx context.Context) (err error) {
+func (a restoreAgent) run(ctx context.Context) (err error) {
 	// etcdutl panics on a file that is not a bolt database; the real
 	// agent's process would exit non-zero, so this is a failed restore.
 	defer func() {
@@ -39,32 +41,39 @@ func (r seedRestore) run(ctx context.Context) (err error) {
 			err = fmt.Errorf("etcdutl snapshot restore failed: %v", p)
 		}
 	}()
-	if _, err := os.Stat(filepath.Join(r.dataDir, "member")); err == nil {
+	if _, err := os.Stat(filepath.Join(a.dataDir, "member")); err == nil {
 		return nil
 	}
-	if r.src.Key == "" {
+	if !versionAtLeast(a.version, 3, 5) {
+		return fmt.Errorf("etcd %s ships no etcdutl (3.5 or later is needed to restore)", a.version)
+	}
+	if a.src.Key == "" {
 		return fmt.Errorf("restore source has an empty object key")
 	}
-	var secret corev1.Secret
-	if err := r.reader.Get(ctx, client.ObjectKey{Namespace: r.ns, Name: r.src.CredentialsSecretRef.Name}, &secret); err != nil {
-		return fmt.Errorf("read credentials Secret %s/%s: %w", r.ns, r.src.CredentialsSecretRef.Name, err)
-	}
-	s3, err := objstore.FromSecret(objstore.Location{Endpoint: r.src.Endpoint, Region: r.src.Region, ForcePathStyle: r.src.ForcePathStyle}, &secret)
+	s3, err := objstore.FromSecret(objstore.Location{Endpoint: a.src.Endpoint, Region: a.src.Region, ForcePathStyle: a.src.ForcePathStyle}, a.secret)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(r.dataDir), 0o700); err != nil {
+	info, err := s3.StatObject(ctx, a.src.Bucket, a.src.Key, minio.StatObjectOptions{})
+	if err != nil {
+		return fmt.Errorf("head s3://%s/%s: %w", a.src.Bucket, a.src.Key, err)
+	}
+	if need := 2 * info.Size; need > a.capacity {
+		return fmt.Errorf("not enough free space on the member volume: restoring s3://%s/%s (%d bytes) needs %d bytes, the volume (spec.storage.size) has %d",
+			a.src.Bucket, a.src.Key, info.Size, need, a.capacity)
+	}
+	if err := os.MkdirAll(filepath.Dir(a.dataDir), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.dataDir), "etcd-restore-*.db")
+	tmp, err := os.CreateTemp(filepath.Dir(a.dataDir), "etcd-restore-*.db")
 	if err != nil {
 		return fmt.Errorf("create download file: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	obj, err := s3.GetObject(ctx, r.src.Bucket, r.src.Key, minio.GetObjectOptions{})
+	obj, err := s3.GetObject(ctx, a.src.Bucket, a.src.Key, minio.GetObjectOptions{})
 	if err != nil {
 		tmp.Close()
-		return fmt.Errorf("download s3://%s/%s: %w", r.src.Bucket, r.src.Key, err)
+		return fmt.Errorf("download s3://%s/%s: %w", a.src.Bucket, a.src.Key, err)
 	}
 	_, err = io.Copy(tmp, obj)
 	obj.Close()
@@ -72,28 +81,28 @@ func (r seedRestore) run(ctx context.Context) (err error) {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("download s3://%s/%s: %w", r.src.Bucket, r.src.Key, err)
+		return fmt.Errorf("download s3://%s/%s: %w", a.src.Bucket, a.src.Key, err)
 	}
-	// etcdutl refuses an existing output folder: restore beside it and
-	// move member/ into place, as the agent does.
-	staging := r.dataDir + ".restore"
+	// etcdutl refuses an existing output folder: restore beside it and move
+	// member/ into place.
+	staging := a.dataDir + ".restore"
 	_ = os.RemoveAll(staging)
 	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
 		SnapshotPath:        tmp.Name(),
-		Name:                r.name,
+		Name:                a.name,
 		OutputDataDir:       staging,
-		PeerURLs:            []string{r.peerURL},
-		InitialCluster:      r.name + "=" + r.peerURL,
-		InitialClusterToken: r.token,
+		PeerURLs:            []string{a.peerURL},
+		InitialCluster:      a.name + "=" + a.peerURL,
+		InitialClusterToken: a.token,
 		SkipHashCheck:       true,
 	})
 	if err != nil {
-		return fmt.Errorf("etcdutl snapshot restore of s3://%s/%s: %w", r.src.Bucket, r.src.Key, err)
+		return fmt.Errorf("etcdutl snapshot restore of s3://%s/%s: %w", a.src.Bucket, a.src.Key, err)
 	}
-	if err := os.MkdirAll(r.dataDir, 0o700); err != nil {
+	if err := os.MkdirAll(a.dataDir, 0o700); err != nil {
 		return err
 	}
-	if err := os.Rename(filepath.Join(staging, "member"), filepath.Join(r.dataDir, "member")); err != nil {
+	if err := os.Rename(filepath.Join(staging, "member"), filepath.Join(a.dataDir, "member")); err != nil {
 		return fmt.Errorf("move restored member into place: %w", err)
 	}
 	return os.RemoveAll(staging)

@@ -1,167 +1,107 @@
 package operator
 
 import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
-	"sync"
 	"time"
 
-	"github.com/minio/minio-go/v7"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
 
-// uidMetadata is the object user-metadata the agent stamps with the
-// snapshot's UID; an existing object is overwritten only by its own snapshot.
-const uidMetadata = "etcd-snapshot-uid"
+// The snapshot Job's shape, as the operator builds it
+// (controllers/snapshot_job.go upstream).
+const (
+	snapshotJobTTLSeconds   int32 = 600
+	snapshotJobBackoffLimit int32 = 3
+	snapshotAgentContainer        = "snapshot-agent"
+	snapshotAgentUID        int64 = 65532
+	standInImage                  = "sandbox.invalid/etcd-operator:stand-in"
+	snapshotAgentLabel            = "sandbox.etcd-operator.cozystack.io/agent"
+	snapshotAgentLabelValue       = "snapshot"
+)
 
-// jobTimeout is the snapshot Job's activeDeadlineSeconds.
-const jobTimeout = 30 * time.Minute
+// Environment the snapshot agent reads (names as upstream).
+const (
+	envEndpoints      = "ETCD_ENDPOINTS"
+	envSnapshotName   = "SNAPSHOT_NAME"
+	envSnapshotUID    = "SNAPSHOT_UID"
+	envDestKind       = "SNAPSHOT_DEST_KIND"
+	envS3Endpoint     = "S3_ENDPOINT"
+	envS3Bucket       = "S3_BUCKET"
+	envS3Key          = "S3_KEY"
+	envS3Region       = "S3_REGION"
+	envS3PathStyle    = "S3_FORCE_PATH_STYLE"
+	envAccessKeyID    = objstore.AccessKeyIDKey
+	envSecretAccesKey = objstore.SecretAccessKeyKey
+)
 
-// SnapshotStats is how long a snapshot job took and how much it moved.
-type SnapshotStats struct {
-	Bytes    int64
-	Duration time.Duration
+func snapshotJobName(s *etcdv1alpha2.EtcdSnapshot) string { return s.Name + "-snapshot" }
+
+// clientServiceHost is the name the agent dials: the cluster's client
+// Service, which the kubelet stand-in resolves to the live members.
+func clientServiceHost(c *etcdv1alpha2.EtcdCluster) string {
+	return fmt.Sprintf("%s-client.%s.svc", c.Name, c.Namespace)
 }
 
-type jobResult struct {
-	artifact etcdv1alpha2.SnapshotArtifact
-	stats    SnapshotStats
-	err      error
-}
-
-// snapshotJobs are the in-flight and finished jobs, by snapshot UID. A nil
-// result means running.
-type snapshotJobs struct {
-	mu      sync.Mutex
-	results map[string]*jobResult
-	done    chan snapshotDone
-}
-
-func newSnapshotJobs() *snapshotJobs {
-	return &snapshotJobs{results: map[string]*jobResult{}, done: make(chan snapshotDone, 64)}
-}
-
-// start runs fn once per snapshot UID, like the Job of a deterministic name.
-func (j *snapshotJobs) start(s *etcdv1alpha2.EtcdSnapshot, fn func(context.Context) jobResult) {
-	uid := string(s.UID)
-	j.mu.Lock()
-	if _, ok := j.results[uid]; ok {
-		j.mu.Unlock()
-		return
+// buildSnapshotJob is the Job that streams one snapshot: configured only
+// through its environment, its S3 keys read from the credentials Secret by
+// non-optional secretKeyRefs, so a missing Secret keeps its Pod from
+// starting until the Job's deadline.
+func buildSnapshotJob(s *etcdv1alpha2.EtcdSnapshot, c *etcdv1alpha2.EtcdCluster, deadline time.Duration) *batchv1.Job {
+	env := []corev1.EnvVar{
+		{Name: envEndpoints, Value: "http://" + clientServiceHost(c) + ":2379"},
+		{Name: envSnapshotName, Value: s.Name},
+		{Name: envSnapshotUID, Value: string(s.UID)},
 	}
-	j.results[uid] = nil
-	j.mu.Unlock()
-	obj := s.DeepCopy()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), jobTimeout)
-		defer cancel()
-		res := fn(ctx)
-		j.mu.Lock()
-		j.results[uid] = &res
-		j.mu.Unlock()
-		j.done <- snapshotDone{Object: obj}
-	}()
-}
-
-func (j *snapshotJobs) result(uid string) (*jobResult, bool) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	res, ok := j.results[uid]
-	return res, ok
-}
-
-// job is the snapshot agent: stream Maintenance.Snapshot of the cluster to
-// S3 at the operator's key, hashing on the way.
-func (r *SnapshotReconciler) job(s *etcdv1alpha2.EtcdSnapshot) func(context.Context) jobResult {
-	snap := s.DeepCopy()
-	return func(ctx context.Context) jobResult {
-		started := time.Now()
-		art, n, err := r.upload(ctx, snap)
-		d := time.Since(started)
-		log := logf.Log.WithName("sandbox-snapshot-agent").WithValues("snapshot", snap.Namespace+"/"+snap.Name)
-		if err != nil {
-			log.Info("snapshot failed", "error", err.Error())
-			return jobResult{err: err}
+	if dst := s.Spec.Destination.S3; dst != nil {
+		ref := func(key string) *corev1.EnvVarSource {
+			return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: dst.CredentialsSecretRef, Key: key,
+			}}
 		}
-		log.Info(fmt.Sprintf("snapshot uploaded: uri=%q size=%d sha256=%s", art.URI, art.SizeBytes, art.Checksum[len("sha256:"):]), "took", d.String())
-		return jobResult{artifact: art, stats: SnapshotStats{Bytes: n, Duration: d}}
+		env = append(env,
+			corev1.EnvVar{Name: envDestKind, Value: "s3"},
+			corev1.EnvVar{Name: envS3Endpoint, Value: dst.Endpoint},
+			corev1.EnvVar{Name: envS3Bucket, Value: dst.Bucket},
+			corev1.EnvVar{Name: envS3Key, Value: dst.Key},
+			corev1.EnvVar{Name: envS3Region, Value: dst.Region},
+			corev1.EnvVar{Name: envS3PathStyle, Value: fmt.Sprintf("%t", dst.ForcePathStyle)},
+			corev1.EnvVar{Name: envAccessKeyID, ValueFrom: ref(envAccessKeyID)},
+			corev1.EnvVar{Name: envSecretAccesKey, ValueFrom: ref(envSecretAccesKey)},
+		)
+	} else {
+		env = append(env, corev1.EnvVar{Name: envDestKind, Value: "pvc"})
 	}
-}
-
-func (r *SnapshotReconciler) upload(ctx context.Context, s *etcdv1alpha2.EtcdSnapshot) (etcdv1alpha2.SnapshotArtifact, int64, error) {
-	dst := s.Spec.Destination.S3
-	if dst == nil {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("only S3 destinations are supported by the sandbox")
+	labels := map[string]string{etcdmember.ClusterLabel: c.Name}
+	podLabels := map[string]string{etcdmember.ClusterLabel: c.Name, snapshotAgentLabel: snapshotAgentLabelValue}
+	ttl, backoff := snapshotJobTTLSeconds, snapshotJobBackoffLimit
+	activeDeadline := int64(deadline / time.Second)
+	noToken, nonRoot, uid := false, true, snapshotAgentUID
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: snapshotJobName(s), Labels: labels},
+		Spec: batchv1.JobSpec{
+			TTLSecondsAfterFinished: &ttl,
+			BackoffLimit:            &backoff,
+			ActiveDeadlineSeconds:   &activeDeadline,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: &noToken,
+					SecurityContext:              &corev1.PodSecurityContext{RunAsNonRoot: &nonRoot, RunAsUser: &uid},
+					Containers: []corev1.Container{{
+						Name:    snapshotAgentContainer,
+						Image:   standInImage,
+						Command: []string{"/manager", "snapshot-agent"},
+						Env:     env,
+					}},
+				},
+			},
+		},
 	}
-	// The kubelet refuses to start a Pod whose secretKeyRef is missing
-	// (CreateContainerConfigError); the Job then never succeeds.
-	var secret corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: dst.CredentialsSecretRef.Name}, &secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("credentials Secret %s/%s not found: the snapshot Pod cannot start (CreateContainerConfigError)", s.Namespace, dst.CredentialsSecretRef.Name)
-		}
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("read credentials Secret %s/%s: %w", s.Namespace, dst.CredentialsSecretRef.Name, err)
-	}
-	s3, err := objstore.FromSecret(objstore.Location{Endpoint: dst.Endpoint, Region: dst.Region, ForcePathStyle: dst.ForcePathStyle}, &secret)
-	if err != nil {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, err
-	}
-	eps := r.Fleet.Endpoints(client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterRef.Name})
-	if len(eps) == 0 {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("no etcd member of %s/%s is reachable", s.Namespace, s.Spec.ClusterRef.Name)
-	}
-	key := artifact.ObjectKey(dst.Key, s.Name)
-	if info, err := s3.StatObject(ctx, dst.Bucket, key, minio.StatObjectOptions{}); err == nil {
-		if info.UserMetadata["Etcd-Snapshot-Uid"] != string(s.UID) {
-			return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("object s3://%s/%s already exists and belongs to another snapshot; refusing to overwrite", dst.Bucket, key)
-		}
-	} else if minio.ToErrorResponse(err).StatusCode != 404 {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("check s3://%s/%s: %w", dst.Bucket, key, err)
-	}
-
-	cli, err := clientFor(eps...)
-	if err != nil {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, err
-	}
-	defer cli.Close()
-	stream, err := cli.Snapshot(ctx)
-	if err != nil {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("start snapshot stream: %w", err)
-	}
-	defer stream.Close()
-	h := sha256.New()
-	counted := &countingReader{r: io.TeeReader(stream, h)}
-	_, err = s3.PutObject(ctx, dst.Bucket, key, counted, -1, minio.PutObjectOptions{
-		PartSize:     objstore.PartSize,
-		UserMetadata: map[string]string{uidMetadata: string(s.UID)},
-	})
-	if err != nil {
-		return etcdv1alpha2.SnapshotArtifact{}, 0, fmt.Errorf("upload s3://%s/%s: %w", dst.Bucket, key, err)
-	}
-	return etcdv1alpha2.SnapshotArtifact{
-		URI:       artifact.URI(dst.Bucket, key),
-		SizeBytes: counted.n,
-		Checksum:  "sha256:" + hex.EncodeToString(h.Sum(nil)),
-	}, counted.n, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

@@ -7,6 +7,7 @@ package s3server
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -38,6 +39,15 @@ type Server struct {
 // Start serves S3 on a free loopback port with data under dir. Only requests
 // signed with creds are accepted; buckets are created up front.
 func Start(dir string, creds Credentials, buckets ...string) (*Server, error) {
+	return start(dir, creds, nil, buckets)
+}
+
+// StartTLS is Start over https with cert.
+func StartTLS(dir string, creds Credentials, cert tls.Certificate, buckets ...string) (*Server, error) {
+	return start(dir, creds, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, buckets)
+}
+
+func start(dir string, creds Credentials, tlsConfig *tls.Config, buckets []string) (*Server, error) {
 	for _, sub := range []string{"buckets", "metadata"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("s3server: create %s: %w", sub, err)
@@ -61,8 +71,12 @@ func Start(dir string, creds Credentials, buckets ...string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3server: listen: %w", err)
 	}
+	scheme := "http"
+	if tlsConfig != nil {
+		l, scheme = tls.NewListener(l, tlsConfig), "https"
+	}
 	s := &Server{
-		URL:     "http://" + l.Addr().String(),
+		URL:     scheme + "://" + l.Addr().String(),
 		backend: backend,
 		http:    &http.Server{Handler: requireSignature(creds, faker.Server()), ReadHeaderTimeout: 10 * time.Second},
 		done:    make(chan struct{}),
