@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -18,6 +19,7 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -26,18 +28,22 @@ import (
 // idempotent or guarded (UID preconditions, optimistic locks, create that
 // tolerates AlreadyExists), so repeating it after a crash is harmless.
 
-// report writes the status for d and, on a transition, an Event and metrics.
-func (r *Reconciler) report(ctx context.Context, o *observation, d decision) error {
+// report writes the status for d and, on a transition, an Event and
+// metrics. It reports whether it wrote. The patch carries the
+// resourceVersion the decision saw, so a decision made on a stale view
+// cannot overwrite newer status (it conflicts and is retried).
+func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bool, error) {
 	prevReason := readyReason(o.job)
 	want := desiredStatus(o, d)
 	if equality.Semantic.DeepEqual(want, o.job.Status) {
-		return nil
+		return false, nil
 	}
 	before := o.job.DeepCopy()
 	o.job.Status = want
-	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("write status of RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
+	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return false, fmt.Errorf("write status of RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
 	}
+	r.expect.expect(o.job.UID, jobChangedFrom(before.ResourceVersion), o.now)
 	switch {
 	case d.state == stateConclude:
 		r.event(o, d.reason, d.message, !d.success)
@@ -47,22 +53,44 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) err
 	case d.reason != "" && readyReason(o.job) != prevReason:
 		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message, false)
 	}
-	return nil
+	return true, nil
 }
 
-// act takes the one step of d.
-func (r *Reconciler) act(ctx context.Context, o *observation, d decision) error {
+// act takes the one step of d and reports whether it wrote anything.
+func (r *Reconciler) act(ctx context.Context, o *observation, d decision) (bool, error) {
+	switch d.state {
+	case stateConclude, stateStartRollback, stateFinish, stateReportHelmRelease:
+		// The status write in report was the step.
+		return false, nil
+	case stateAcquireClaim:
+		if o.holder != nil {
+			return false, nil
+		}
+	}
+	b := beforeWrite(o)
+	if err := r.step(ctx, o, d); err != nil {
+		return true, err
+	}
+	if met := expectationOf(d.state, b); met != nil {
+		r.expect.expect(o.job.UID, met, o.now)
+	}
+	return true, nil
+}
+
+// step is the write of d.
+func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error {
 	switch d.state {
 	case stateAddFinalizer:
+		if r.Schema != nil && !r.Schema.Serves(ctx, servedschema.RestoreJobCRD, servedschema.ImmutableSpec) {
+			r.event(o, reasonSpecNotImmutable, "the installed RestoreJob CRD (Cozystack's own?) does not make spec immutable: "+
+				"do not edit this RestoreJob while it runs; an edit takes effect at the next step (the restore source is frozen once the cluster is captured)", false)
+		}
 		return r.patchFinalizer(ctx, o.job, true)
 	case stateRemoveFinalizer:
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
-		if o.holder == nil {
-			_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
-			return err
-		}
-		return nil
+		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
+		return err
 	case stateBreakStaleClaim:
 		r.event(o, backupsv1alpha1.ReasonClaimBroken, d.message, true)
 		return r.Claims.Release(ctx, o.target, o.holder)
@@ -88,9 +116,6 @@ func (r *Reconciler) act(ctx context.Context, o *observation, d decision) error 
 		return r.recreateCluster(ctx, o, d)
 	case stateDeleteCapture:
 		return r.deleteCapture(ctx, o)
-	case stateConclude, stateStartRollback, stateFinish, stateReportHelmRelease:
-		// The status write in report was the step.
-		return nil
 	}
 	return fmt.Errorf("no step for state %s", d.state)
 }
@@ -154,8 +179,8 @@ func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) err
 	s := o.snapshot
 	// A safety net is never removed from S3 by deleting its Backup.
 	rec := artifact.FromSnapshot(s, nil, strategyv1alpha1.DeletionPolicyRetain)
-	if o.clusterTyped != nil {
-		rec.EtcdVersion = o.clusterTyped.Spec.Version
+	if o.cluster != nil {
+		rec.EtcdVersion = o.cluster.Spec.Version
 	}
 	group := strategyv1alpha1.GroupVersion.Group
 	strategyRef := backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "unknown"}
@@ -201,6 +226,21 @@ func (r *Reconciler) handOverSnapshot(ctx context.Context, o *observation) error
 // An existing capture of this job is never overwritten: after the purge the
 // live cluster is no longer the one to keep.
 func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
+	// What the capture records comes from the API server, not the cache:
+	// the whole object (unknown fields included) and the HelmRelease's
+	// state as it is now.
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+	if err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, live); err != nil {
+		return fmt.Errorf("read EtcdCluster %s/%s to capture it: %w", o.job.Namespace, clusterName, err)
+	}
+	if live.GetUID() != o.cluster.UID {
+		return fmt.Errorf("EtcdCluster %s/%s changed before it was captured; looking again", o.job.Namespace, clusterName)
+	}
+	hr, err := r.liveHelmRelease(ctx, o)
+	if err != nil {
+		return err
+	}
 	var rollback *restoreSource
 	if o.safetyBackup != nil {
 		if src, err := artifact.Resolve(o.safetyBackup); err == nil {
@@ -208,7 +248,7 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 			rollback = &rb
 		}
 	}
-	cm, err := buildCapture(r.Namespace, o.job, o.app, o.cluster, o.hr, sourceFrom(o.source, o.backup.Name), rollback)
+	cm, err := buildCapture(r.Namespace, o.job, o.app, live, hr, sourceFrom(o.source, o.backup.Name), rollback)
 	if err != nil {
 		return err
 	}
@@ -238,11 +278,37 @@ func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, sus
 	return nil
 }
 
+// liveHelmRelease reads the application's HelmRelease from the API server;
+// nil when there is none.
+func (r *Reconciler) liveHelmRelease(ctx context.Context, o *observation) (*helmv2.HelmRelease, error) {
+	if o.app != applicationName {
+		return nil, nil
+	}
+	hr := &helmv2.HelmRelease{}
+	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: o.app}, hr)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read HelmRelease %s/%s: %w", o.job.Namespace, o.app, err)
+	}
+	return hr, nil
+}
+
 // deleteCluster deletes exactly the EtcdCluster that was observed (UID
-// precondition), never one re-created in between.
+// precondition), never one re-created in between, and only once the
+// API server confirms the HelmRelease is suspended (else Flux would put
+// the cluster straight back).
 func (r *Reconciler) deleteCluster(ctx context.Context, o *observation) error {
+	hr, err := r.liveHelmRelease(ctx, o)
+	if err != nil {
+		return err
+	}
+	if hr != nil && !hr.Spec.Suspend {
+		return fmt.Errorf("HelmRelease %s/%s is not suspended (any more); suspending it before the EtcdCluster is deleted", hr.Namespace, hr.Name)
+	}
 	uid := o.cluster.GetUID()
-	err := r.Client.Delete(ctx, o.cluster, client.Preconditions{UID: &uid})
+	err = r.Client.Delete(ctx, o.cluster, client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
 	}
@@ -269,7 +335,8 @@ func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d deci
 		} else if d := failAfterPurge(o, backupsv1alpha1.ReasonRecreateRejected, what); d.state == stateStartRollback {
 			next = d
 		}
-		return r.report(ctx, o, next)
+		_, err := r.report(ctx, o, next)
+		return err
 	default:
 		return fmt.Errorf("create EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
 	}
@@ -286,6 +353,10 @@ func (r *Reconciler) event(o *observation, reason backupsv1alpha1.RestoreReason,
 	}
 	r.Recorder.Eventf(o.job, nil, kind, string(reason), "Restore", "%s", textlimit.Note(msg))
 }
+
+// reasonSpecNotImmutable is the Event reason of a RestoreJob whose CRD lets
+// its spec change.
+const reasonSpecNotImmutable backupsv1alpha1.RestoreReason = "SpecNotImmutable"
 
 func readyReason(job *backupsv1alpha1.RestoreJob) string {
 	for _, c := range job.Status.Conditions {

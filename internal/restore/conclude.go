@@ -23,32 +23,30 @@ func decideHandBack(o *observation, out *outcome) decision {
 	if s := o.snapshot; s != nil && o.safetyConflict == "" {
 		switch {
 		case !snapshotDone(s):
-			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonHandingBack, message: fmt.Sprintf(
-				"waiting for safety EtcdSnapshot %s to finish so that its data is recorded, not orphaned", s.Name)}
+			// A started snapshot lands in S3 either way: it is recorded,
+			// not orphaned.
+			return decision{state: stateWaitSafetySnapshot}
 		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && o.safetyBackup == nil:
-			return decision{state: stateRecordSafetyBackup, reason: backupsv1alpha1.ReasonHandingBack,
-				message: "recording safety Backup " + s.Name}
+			return decision{state: stateRecordSafetyBackup}
 		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && !ownedByBackup(s, o.safetyBackup):
-			return decision{state: stateHandOverSnapshot, reason: backupsv1alpha1.ReasonHandingBack,
-				message: "handing safety EtcdSnapshot " + s.Name + " over to its Backup"}
+			return decision{state: stateHandOverSnapshot}
 		}
 	}
+	// The hand-back steps keep the status the conclusion wrote ("handing
+	// the application back: ..."): no status write of their own.
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
 	heldByOther := o.holder != nil && !heldByUs
 	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && o.hr.Spec.Suspend && !heldByOther {
-		return decision{state: stateRestoreHelmRelease, reason: backupsv1alpha1.ReasonHandingBack,
-			message: "resuming HelmRelease " + o.app + ", which the restore suspended"}
+		return decision{state: stateRestoreHelmRelease}
 	}
 	if heldByUs {
-		return decision{state: stateReleaseClaim, reason: backupsv1alpha1.ReasonHandingBack,
-			message: "releasing the restore claim on EtcdCluster " + o.target.String()}
+		return decision{state: stateReleaseClaim}
 	}
 	if out.success && o.capture != nil {
-		return decision{state: stateDeleteCapture, reason: backupsv1alpha1.ReasonHandingBack,
-			message: "removing the capture of the replaced EtcdCluster, no longer needed"}
+		return decision{state: stateDeleteCapture}
 	}
 	if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
-		return decision{state: stateRemoveFinalizer, reason: backupsv1alpha1.ReasonHandingBack, message: out.message}
+		return decision{state: stateRemoveFinalizer}
 	}
 	return decision{state: stateFinish, reason: out.reason, message: out.message, success: out.success}
 }

@@ -15,7 +15,6 @@ package restore
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -26,6 +25,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch;patch
@@ -46,17 +46,16 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;delete,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// maxStepsPerReconcile bounds the observe-decide-act loop of one reconcile;
-// a restore needs about twenty steps, most of them separated by waits.
-const maxStepsPerReconcile = 32
-
 // Reconciler drives RestoreJobs of the Etcd strategy.
 type Reconciler struct {
 	// Client writes, and reads the cluster-scoped configuration (classes,
 	// strategies) and applications from the cache.
 	Client client.Client
-	// Reader reads what decisions rest on live from the API server.
+	// Reader reads what decisions rest on (the manager's cache).
 	Reader client.Reader
+	// LiveReader reads from the API server: Secrets, and what the steps
+	// that record or destroy something confirm first.
+	LiveReader client.Reader
 	// Recorder emits Events on RestoreJobs.
 	Recorder events.EventRecorder
 	// Deadline is the default restore deadline.
@@ -69,8 +68,14 @@ type Reconciler struct {
 	Keys provenance.Keys
 	// Policy decides which S3 endpoints may be used.
 	Policy endpointpolicy.Policy
+	// Schema says whether the installed RestoreJob CRD makes specs
+	// immutable; nil assumes the driver's own CRD.
+	Schema *servedschema.Schema
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+
+	// expect holds the writes the cache has not shown yet.
+	expect expectations
 }
 
 func (r *Reconciler) now() time.Time {
@@ -81,28 +86,43 @@ func (r *Reconciler) now() time.Time {
 }
 
 // Reconcile observes the world, decides one step, writes the status that
-// step implies, takes it, and repeats until the restore has to wait.
+// step implies, and takes it. The step's own write wakes the next
+// reconcile through the watches; a reconcile never takes a second step on
+// a view that cannot show the first one yet.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
-	for range maxStepsPerReconcile {
-		o, err := r.observe(ctx, req.NamespacedName)
-		if err != nil || o == nil {
-			return ctrl.Result{}, err
-		}
-		d := decide(o, r.Deadline)
-		log.V(1).Info("restore step", "state", d.state, "reason", d.reason)
-		if err := r.report(ctx, o, d); err != nil {
-			return ctrl.Result{}, err
-		}
-		if d.state.waits() {
-			return waitResult(o, d), nil
-		}
-		if err := r.act(ctx, o, d); err != nil {
-			return ctrl.Result{}, err
-		}
+	o, err := r.observe(ctx, req.NamespacedName)
+	if err != nil || o == nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{}, fmt.Errorf("RestoreJob %s did not settle within %d steps", req.NamespacedName, maxStepsPerReconcile)
+	if !r.expect.caughtUp(o) {
+		// The event of a write this view lacks is on its way.
+		return ctrl.Result{RequeueAfter: expectationTTL}, nil
+	}
+	d := decide(o, r.Deadline)
+	log.V(1).Info("restore step", "state", d.state, "reason", d.reason)
+	wrote, err := r.report(ctx, o, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.state.waits() {
+		return waitResult(o, d), nil
+	}
+	acted, err := r.act(ctx, o, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !wrote && !acted {
+		// Nothing changed, so no event will come: the cache showed a
+		// state the driver already moved past. Look again shortly.
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
+	return ctrl.Result{}, nil
 }
+
+// staleRetry is how soon a reconcile that found nothing to write looks
+// again (the cache catching up takes milliseconds).
+const staleRetry = 200 * time.Millisecond
 
 // waitResult wakes a waiting job at its deadline; watches wake it earlier.
 func waitResult(o *observation, d decision) ctrl.Result {

@@ -138,17 +138,18 @@ func startOperator(t *testing.T, ns string) *testenv.Operator {
 	return testenv.StartOperator(t, k, ns, s3c)
 }
 
-// liveCluster is a chart-rendered EtcdCluster with Helm metadata and a spec
-// field the typed mirror does not know.
+// liveCluster is a chart-rendered EtcdCluster with Helm metadata and spec
+// fields only the unstructured capture carries (the upstream CRD prunes
+// fields it does not know, so they are real upstream ones).
 func liveCluster(ns string, extra string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"version":  "3.6.11",
 			"replicas": int64(3),
 			"storage":  map[string]any{"size": "4Gi"},
-			"podTemplate": map[string]any{
-				"metadata": map[string]any{"labels": map[string]any{"tenant": "t1"}},
-				"extra":    extra,
+			"additionalMetadata": map[string]any{
+				"labels":      map[string]any{"tenant": "t1"},
+				"annotations": map[string]any{"extra": extra},
 			},
 		},
 	}}

@@ -8,8 +8,6 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -35,9 +33,13 @@ const instanceLabel = "app.kubernetes.io/instance"
 // applies; its value is the HelmRelease's name.
 const fluxNameLabel = "helm.toolkit.fluxcd.io/name"
 
-// observation is everything a decision needs, read live from the API server
-// (not the cache) so that a decision never rests on a view older than the
-// driver's own last write.
+// observation is everything a decision needs. It is read from the
+// manager's cache, which may lag the driver's own last write by a moment:
+// every write the decision leads to is idempotent or guarded (UID
+// preconditions, optimistic locks, creates that tolerate AlreadyExists), a
+// reconcile takes one step and is woken again by that step's own watch
+// event, and the steps that record or destroy something (claim, capture,
+// delete) confirm what they rely on with the API server first.
 type observation struct {
 	now time.Time
 	job *backupsv1alpha1.RestoreJob
@@ -85,10 +87,10 @@ type observation struct {
 
 	hr *helmv2.HelmRelease
 
-	cluster *unstructured.Unstructured
-	// clusterTyped is cluster seen through the typed mirror, for status.
-	clusterTyped *etcdv1alpha2.EtcdCluster
-	pvcs         int
+	// cluster is the live EtcdCluster (its typed mirror: the capture reads
+	// the whole object itself).
+	cluster *etcdv1alpha2.EtcdCluster
+	pvcs    int
 }
 
 // observe reads the world for job. It returns nil when job is gone.
@@ -108,15 +110,6 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 		o.capture, o.captureErr = parseCapture(&cm, o.job)
 	}
 
-	if err := r.observeBackup(ctx, o); err != nil {
-		return nil, err
-	}
-	if o.capture != nil && o.capture.app != "" {
-		o.app = o.capture.app
-	}
-	if o.app == "" {
-		return o, nil
-	}
 	var err error
 	if o.holder, err = r.Claims.Get(ctx, o.target); err != nil {
 		return nil, err
@@ -125,6 +118,15 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 		if o.holderGone, err = r.holderGone(ctx, o.holder); err != nil {
 			return nil, err
 		}
+	}
+	if err := r.observeBackup(ctx, o); err != nil {
+		return nil, err
+	}
+	if o.capture != nil && o.capture.app != "" {
+		o.app = o.capture.app
+	}
+	if o.app == "" {
+		return o, nil
 	}
 	if err := r.observeSafety(ctx, o); err != nil {
 		return nil, err
@@ -170,7 +172,11 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 			return err
 		}
 	}
-	_, err = s3object.ReadCredentials(ctx, r.Reader, o.job.Namespace, o.source.SecretName)
+	if o.job.Status.StartedAt != nil || o.holder.HeldBy(o.job) {
+		// Checked before the claim; the artifact check reads it again.
+		return nil
+	}
+	_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
 	switch {
 	case err == nil:
 	case errorsIsCredentials(err):
@@ -239,16 +245,11 @@ func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
 }
 
 func (r *Reconciler) observeCluster(ctx context.Context, o *observation) error {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
-	if found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, u); err != nil {
+	c := &etcdv1alpha2.EtcdCluster{}
+	if found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, c); err != nil {
 		return err
 	} else if found {
-		typed := &etcdv1alpha2.EtcdCluster{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, typed); err != nil {
-			return fmt.Errorf("read EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
-		}
-		o.cluster, o.clusterTyped = u, typed
+		o.cluster = c
 	}
 	var pvcs corev1.PersistentVolumeClaimList
 	if err := r.Reader.List(ctx, &pvcs, client.InNamespace(o.job.Namespace),

@@ -67,7 +67,7 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 // clusterPreflight refuses a restore whose live cluster cannot be its model,
 // cannot receive the snapshot, or would be destroyed with no copy.
 func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
-	c := o.clusterTyped
+	c := o.cluster
 	name := o.job.Namespace + "/" + clusterName
 	if o.cluster == nil {
 		return backupsv1alpha1.ReasonSourceClusterNotFound, fmt.Sprintf(
@@ -111,7 +111,7 @@ func (o *observation) backupSize() int64 {
 // storageShortfall says why the member volume cannot hold a restore of a
 // snapshot of size bytes, or "" (also when either size is unknown).
 func storageShortfall(o *observation, size int64) string {
-	c := o.clusterTyped
+	c := o.cluster
 	if size <= 0 || c == nil || c.Spec.Storage == nil || c.Spec.Storage.Size == nil {
 		return ""
 	}
@@ -127,13 +127,13 @@ func storageShortfall(o *observation, size int64) string {
 // target runs; unknown versions (peer Backups record none) pass.
 func versionProblem(o *observation) string {
 	recorded := o.verdict.Facts.EtcdVersion
-	if !o.verdict.Verified || recorded == "" || o.clusterTyped.Spec.Version == "" {
+	if !o.verdict.Verified || recorded == "" || o.cluster.Spec.Version == "" {
 		return ""
 	}
 	from, err1 := semver.NewVersion(recorded)
-	to, err2 := semver.NewVersion(o.clusterTyped.Spec.Version)
+	to, err2 := semver.NewVersion(o.cluster.Spec.Version)
 	if err1 != nil || err2 != nil {
-		return fmt.Sprintf("cannot compare the snapshot's etcd version %q with the cluster's %q", textlimit.Value(recorded), textlimit.Value(o.clusterTyped.Spec.Version))
+		return fmt.Sprintf("cannot compare the snapshot's etcd version %q with the cluster's %q", textlimit.Value(recorded), textlimit.Value(o.cluster.Spec.Version))
 	}
 	if from.GreaterThan(to) {
 		return fmt.Sprintf("the snapshot was taken from etcd %s but EtcdCluster %s/%s runs %s, which cannot read it; upgrade the cluster's version first",

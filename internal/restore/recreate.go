@@ -22,8 +22,10 @@ func recreateSource(o *observation) restoreSource {
 // recreatedCluster is the EtcdCluster to create: the unstructured capture
 // (unknown spec fields, labels and annotations preserved) bootstrapped from
 // src, marked as this job's, with the operator's progress deadline set to
-// what is left of the restore's budget so the operator gives up (and the
-// rollback starts) within it.
+// what is left of the restore's budget (less a margin), so the operator's
+// own verdict (BootstrapFailed) comes before the driver's deadline and the
+// rollback starts within the budget. The operator's default of 600 s would
+// otherwise end a slow restore on its own schedule.
 func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*unstructured.Unstructured, error) {
 	obj := o.capture.cluster.DeepCopy()
 	s3 := map[string]any{
@@ -61,9 +63,11 @@ func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*u
 	return obj, nil
 }
 
-// progressDeadlineSeconds rounds the remaining budget up to whole seconds,
-// at least one (the CRD's minimum) and within int32.
+// progressDeadlineSeconds is the remaining budget less a tenth of it (at
+// least a second, at most half a minute), in whole seconds, at least one
+// (the CRD's minimum) and within int32.
 func progressDeadlineSeconds(left time.Duration) int64 {
-	s := int64(math.Ceil(left.Seconds()))
+	margin := min(max(left/10, time.Second), 30*time.Second)
+	s := int64(math.Floor((left - margin).Seconds()))
 	return min(max(s, 1), math.MaxInt32)
 }

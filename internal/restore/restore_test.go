@@ -48,7 +48,7 @@ func TestHappyPath(t *testing.T) {
 	g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue("meta.helm.sh/release-name", "etcd"))
 	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
-	tenant, _, _ := unstructured.NestedString(c.Object, "spec", "podTemplate", "metadata", "labels", "tenant")
+	tenant, _, _ := unstructured.NestedString(c.Object, "spec", "additionalMetadata", "labels", "tenant")
 	g.Expect(tenant).To(Equal("t1"))
 
 	// The application is handed back.
@@ -246,7 +246,7 @@ func TestLargeCapturedSpec(t *testing.T) {
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
 	waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
-	got, _, _ := unstructured.NestedString(getCluster(g, ns).Object, "spec", "podTemplate", "extra")
+	got, _, _ := unstructured.NestedString(getCluster(g, ns).Object, "spec", "additionalMetadata", "annotations", "extra")
 	g.Expect(got).To(HaveLen(len(big)))
 	g.Expect(got == big).To(BeTrue())
 }

@@ -74,17 +74,17 @@ func rollbackStep(o *observation, rb *rollbackState, safety *restoreSource, gave
 	if o.cluster != nil {
 		switch {
 		case recreatedBy(o) && o.cluster.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation] == safety.BackupName:
-			if why := bootstrapFailed(o.clusterTyped); why != "" {
+			if why := bootstrapFailed(o.cluster); why != "" {
 				return gaveUp("the etcd-operator could not bootstrap from it either: " + why)
 			}
-			if healthy(o.clusterTyped) {
+			if healthy(o.cluster) {
 				return decision{state: stateConclude, reason: rb.reason, message: fmt.Sprintf(
 					"%s. The restore was rolled back: EtcdCluster %s was re-created from safety Backup %s/%s and holds the data as it was before the restore (all %d members ready)",
-					rb.message, clusterName, o.job.Namespace, safety.BackupName, o.clusterTyped.Status.ReadyMembers)}
+					rb.message, clusterName, o.job.Namespace, safety.BackupName, o.cluster.Status.ReadyMembers)}
 			}
 			return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonRollingBack, message: fmt.Sprintf(
 				"rolling back: waiting for EtcdCluster %s, re-created from safety Backup %s, to be healthy (%s)",
-				clusterName, safety.BackupName, memberSummary(o.clusterTyped))}
+				clusterName, safety.BackupName, memberSummary(o.cluster))}
 		case !recreatedBy(o):
 			return gaveUp("an EtcdCluster this RestoreJob did not create appeared; it was left untouched")
 		case !o.cluster.GetDeletionTimestamp().IsZero():

@@ -31,11 +31,9 @@ func decideSafety(o *observation) decision {
 				"safety EtcdSnapshot %s/%s failed (%s), so the live cluster was not touched; fix the cause or set spec.options.safetySnapshot to false",
 				s.Namespace, s.Name, snapshotFailure(s)))
 		case s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete:
-			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning,
-				message: fmt.Sprintf("waiting for safety EtcdSnapshot %s (phase %q) to complete", s.Name, s.Status.Phase)}
+			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o)}
 		case o.safetyBackup == nil:
-			return decision{state: stateRecordSafetyBackup, reason: backupsv1alpha1.ReasonSafetySnapshotRunning,
-				message: "recording safety Backup " + s.Name}
+			return decision{state: stateRecordSafetyBackup, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o)}
 		case !ownedByBackup(s, o.safetyBackup):
 			return decision{state: stateHandOverSnapshot, reason: backupsv1alpha1.ReasonSafetyBackupRecorded,
 				message: "handing safety EtcdSnapshot " + s.Name + " over to its Backup"}
@@ -50,14 +48,20 @@ func decideSafety(o *observation) decision {
 			return failure(o, backupsv1alpha1.ReasonClusterNotAvailable, "EtcdCluster "+clusterName+
 				" stopped being Available before its safety snapshot could be taken; set spec.options.safetySnapshot: false to restore without one")
 		}
-		return decision{state: stateCreateSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning,
-			message: "taking a safety snapshot of the live EtcdCluster"}
+		return decision{state: stateCreateSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o)}
 	}
 	if o.cluster == nil {
 		return failure(o, backupsv1alpha1.ReasonSourceClusterNotFound, "EtcdCluster "+clusterName+" disappeared before it was captured")
 	}
 	return decision{state: stateCapture, reason: backupsv1alpha1.ReasonSpecCaptured,
 		message: "capturing EtcdCluster " + clusterName + " into ConfigMap " + o.driverNS + "/" + captureName(o.job)}
+}
+
+// safetyMessage is the one message of the safety snapshot's steps (take,
+// wait, record): one status write for the whole phase, not one per
+// snapshot phase change.
+func safetyMessage(o *observation) string {
+	return fmt.Sprintf("taking safety snapshot %s of the live EtcdCluster and recording it as a Backup", safetyName(o.job))
 }
 
 // wantSafety: a safety snapshot is taken unless the job declines it.

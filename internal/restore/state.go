@@ -118,10 +118,19 @@ func decide(o *observation, defaultTimeout time.Duration) decision {
 	if !job.DeletionTimestamp.IsZero() && !committed(o) {
 		return failure(o, backupsv1alpha1.ReasonRestoreJobDeleted, "the RestoreJob was deleted before the restore destroyed anything")
 	}
-	if job.Status.StartedAt == nil {
+	if job.Status.StartedAt == nil && !o.holder.HeldBy(job) {
 		return decideBeforeClaim(o, defaultTimeout)
 	}
 	return decideClaimed(o, defaultTimeout)
+}
+
+// startedAt is when the job took its claim: as recorded, or now for the
+// decision that records it.
+func startedAt(o *observation) time.Time {
+	if o.job.Status.StartedAt != nil {
+		return o.job.Status.StartedAt.Time
+	}
+	return o.now
 }
 
 func isEtcdStrategy(b *backupsv1alpha1.Backup) bool {
@@ -163,13 +172,9 @@ func decideBeforeClaim(o *observation, defaultTimeout time.Duration) decision {
 	if reason, msg := clusterPreflight(o); reason != "" {
 		return failure(o, reason, msg)
 	}
-	if o.holder == nil {
-		return decision{state: stateAcquireClaim, reason: backupsv1alpha1.ReasonWaitingForClaim,
-			message: "claiming EtcdCluster " + o.target.String()}
-	}
-	// Claim held, startedAt not yet written: the status sync writes it.
-	return decision{state: stateAcquireClaim, reason: backupsv1alpha1.ReasonClaimAcquired,
-		message: "holding the restore claim on EtcdCluster " + o.target.String()}
+	// The claim is free: take it. The status says so with the first step
+	// under the claim (no write of its own).
+	return decision{state: stateAcquireClaim}
 }
 
 // committed reports whether the restore has asked for the live cluster to

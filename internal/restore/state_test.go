@@ -8,6 +8,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -31,18 +32,22 @@ func world() *observation {
 		Spec:   backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
 		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady}}
 	src := artifact.Source{Bucket: testBucket, Endpoint: "https://s3.example.com", Key: "tenant/etcd/b-aaaaa.db", SecretName: testSecret}
-	cluster := liveCluster("ns", "")
-	replicas := int32(3)
+	live := liveCluster("ns", "")
+	cluster := &etcdv1alpha2.EtcdCluster{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, cluster); err != nil {
+		panic(err)
+	}
+	cluster.UID = "old-uid"
 	rb := restoreSource{Bucket: testBucket, Endpoint: src.Endpoint, Key: "tenant/etcd/rj-safety.db", BackupName: "rj-safety"}
 	o := &observation{
 		now: t0.Add(time.Minute), job: job, backup: b, source: src, app: testApp, driverNS: "driver",
 		verdict: provenance.Verdict{Verified: true, Facts: provenance.Facts{Application: testApp}},
 		target:  claim.Target{Namespace: "ns", Cluster: clusterName},
 		holder:  &claim.Holder{Namespace: "ns", Name: "rj", UID: "uid-1"},
-		capture: &capture{namespace: "driver", name: "cap", app: testApp, cluster: cluster, hrPrior: hrNotSuspended,
+		capture: &capture{namespace: "driver", name: "cap", app: testApp, cluster: live, hrPrior: hrNotSuspended,
 			source: sourceFrom(src, "b"), rollback: &rb},
 		hr:      &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{Suspend: true}},
-		cluster: cluster, clusterTyped: &etcdv1alpha2.EtcdCluster{Spec: etcdv1alpha2.EtcdClusterSpec{Replicas: &replicas, Version: "3.6.11"}},
+		cluster: cluster,
 	}
 	o.opts, _ = parseOptions(nil)
 	return o
@@ -50,20 +55,20 @@ func world() *observation {
 
 // ours makes the live cluster the one this job re-created from key.
 func ours(o *observation, from, key string, ready int32, available bool) {
-	u := o.cluster.DeepCopy()
-	u.SetAnnotations(map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID), backupsv1alpha1.RestoredFromAnnotation: from})
-	o.cluster = u
-	o.clusterTyped.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.RestoreSource{
+	o.cluster = o.cluster.DeepCopy()
+	o.cluster.UID = "new-uid"
+	o.cluster.SetAnnotations(map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID), backupsv1alpha1.RestoredFromAnnotation: from})
+	o.cluster.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.RestoreSource{
 		S3: &etcdv1alpha2.S3Source{Bucket: testBucket, Endpoint: o.source.Endpoint, Key: key}}}}
-	o.clusterTyped.Status.ReadyMembers = ready
+	o.cluster.Status.ReadyMembers = ready
 	if available {
-		o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
 	}
 }
 
 func bootstrapFailedCluster(o *observation, from, key string) {
 	ours(o, from, key, 0, false)
-	o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionFalse,
+	o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionFalse,
 		Reason: etcdv1alpha2.ReasonBootstrapFailed, Message: "seed restore failed"}}
 }
 
@@ -98,7 +103,7 @@ func TestDecide(t *testing.T) {
 			o.holder = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}
 		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
 		"queued while the holder has deleted the cluster: wait, not refuse": {func(o *observation) {
-			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped = nil, nil, nil, nil
+			o.job.Status.StartedAt, o.capture, o.cluster = nil, nil, nil
 			o.holder = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}
 		}, stateWaitClaim, backupsv1alpha1.ReasonWaitingForClaim},
 		"a claim whose holder is gone is broken": {func(o *observation) {
@@ -106,7 +111,7 @@ func TestDecide(t *testing.T) {
 			o.holder, o.holderGone = &claim.Holder{Namespace: "ns", Name: "other", UID: "uid-2"}, true
 		}, stateBreakStaleClaim, backupsv1alpha1.ReasonClaimBroken},
 		"claim free and no cluster: refused": {func(o *observation) {
-			o.job.Status.StartedAt, o.capture, o.cluster, o.clusterTyped, o.holder = nil, nil, nil, nil, nil
+			o.job.Status.StartedAt, o.capture, o.cluster, o.holder = nil, nil, nil, nil
 		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
 		"unverified and not where this namespace's backups go: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
@@ -115,8 +120,8 @@ func TestDecide(t *testing.T) {
 		"unverified but admitted: claims": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
 			o.verdict = provenance.Verdict{Reason: provenance.ReasonUnsigned}
-			o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
-		}, stateAcquireClaim, backupsv1alpha1.ReasonWaitingForClaim},
+			o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		}, stateAcquireClaim, ""},
 		"edited after the claim: refused before the capture": {func(o *observation) {
 			o.capture = nil
 			o.verdict, o.admission = provenance.Verdict{Reason: provenance.ReasonAltered}, "it points elsewhere"
@@ -135,14 +140,14 @@ func TestDecide(t *testing.T) {
 			o.capture = nil
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
 				"ok ["+fingerprint(o)+"]", t0)
-			o.clusterTyped.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+			o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
 		}, stateCreateSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
 		"HelmRelease resumed by someone mid-restore is suspended again": {func(o *observation) { o.hr.Spec.Suspend = false },
 			stateSuspendHelmRelease, backupsv1alpha1.ReasonHelmReleaseSuspended},
 		"old cluster present: delete it": {func(o *observation) {}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
-		"cluster gone but PVCs remain: no shortcut": {func(o *observation) { o.cluster, o.clusterTyped, o.pvcs = nil, nil, 2 },
+		"cluster gone but PVCs remain: no shortcut": {func(o *observation) { o.cluster, o.pvcs = nil, 2 },
 			stateWaitPurge, backupsv1alpha1.ReasonPurgingCluster},
-		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster, o.clusterTyped = nil, nil },
+		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster = nil },
 			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
 		"a cluster someone else made after the purge": {purgedWorld, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
 		"our cluster with another source": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
@@ -178,7 +183,7 @@ func TestDecide(t *testing.T) {
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
 		}, stateDeleteCluster, backupsv1alpha1.ReasonRollingBack},
 		"rolling back: re-create from the safety Backup": {func(o *observation) {
-			o.cluster, o.clusterTyped = nil, nil
+			o.cluster = nil
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
 		}, stateRecreate, backupsv1alpha1.ReasonRollingBack},
 		"rolled back and healthy: concluded as failed, saying so": {func(o *observation) {
@@ -198,23 +203,23 @@ func TestDecide(t *testing.T) {
 		"deleted after the purge: the restore goes on": {func(o *observation) {
 			now := metav1.NewTime(t0)
 			o.job.DeletionTimestamp = &now
-			o.cluster, o.clusterTyped = nil, nil
+			o.cluster = nil
 		}, stateRecreate, backupsv1alpha1.ReasonClusterPurged},
 		"concluded: the HelmRelease goes back first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
-		}, stateRestoreHelmRelease, backupsv1alpha1.ReasonHandingBack},
+		}, stateRestoreHelmRelease, ""},
 		"concluded, HelmRelease was suspended before: left alone, claim released": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.capture.hrPrior = hrSuspended
-		}, stateReleaseClaim, backupsv1alpha1.ReasonHandingBack},
+		}, stateReleaseClaim, ""},
 		"concluded success, claim released: the capture goes": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.hr.Spec.Suspend, o.holder = false, nil
-		}, stateDeleteCapture, backupsv1alpha1.ReasonHandingBack},
+		}, stateDeleteCapture, ""},
 		"concluded failure keeps the capture": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
 			o.hr.Spec.Suspend, o.holder = false, nil
-		}, stateRemoveFinalizer, backupsv1alpha1.ReasonHandingBack},
+		}, stateRemoveFinalizer, ""},
 		"handed back: the terminal phase is the last write": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
 			o.hr.Spec.Suspend, o.holder, o.job.Finalizers = false, nil, nil
@@ -222,7 +227,10 @@ func TestDecide(t *testing.T) {
 		"concluded with a safety snapshot still running: it is recorded first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonRestoreJobDeleted, "x", t0)
 			o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
-		}, stateWaitSafetySnapshot, backupsv1alpha1.ReasonHandingBack},
+		}, stateWaitSafetySnapshot, ""},
+		"claim taken, start not yet written: the first step under the claim": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture = nil, nil
+		}, stateVerifyArtifact, backupsv1alpha1.ReasonVerifyingArtifact},
 		"finished and cleaned up: a later suspension is not undone": {func(o *observation) {
 			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
 			o.job.Finalizers, o.holder = nil, nil
@@ -243,7 +251,7 @@ func TestDecide(t *testing.T) {
 // an operator deadline no later than the restore's own.
 func TestRecreatedCluster(t *testing.T) {
 	o := world()
-	o.cluster, o.clusterTyped = nil, nil
+	o.cluster = nil
 	d := decide(o, 30*time.Minute)
 	obj, err := recreatedCluster(o, recreateSource(o), d.deadline)
 	if err != nil {
@@ -251,7 +259,7 @@ func TestRecreatedCluster(t *testing.T) {
 	}
 	key, _, _ := unstructured.NestedString(obj.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
 	pds, _, _ := unstructured.NestedInt64(obj.Object, "spec", "progressDeadlineSeconds")
-	if key != "tenant/etcd/b-aaaaa.db" || pds != 29*60 {
+	if key != "tenant/etcd/b-aaaaa.db" || pds != 29*60-30 {
 		t.Fatalf("key %q, progressDeadlineSeconds %d", key, pds)
 	}
 	if obj.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] != "uid-1" || obj.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation] != "b" {
@@ -319,7 +327,7 @@ func TestCapturedCluster(t *testing.T) {
 	if _, ok := got.Object["status"]; ok {
 		t.Error("status was captured")
 	}
-	if v, _, _ := unstructured.NestedString(got.Object, "spec", "podTemplate", "extra"); v != "x" {
+	if v, _, _ := unstructured.NestedString(got.Object, "spec", "additionalMetadata", "annotations", "extra"); v != "x" {
 		t.Error("unknown spec field lost")
 	}
 	if got.GetAnnotations()["meta.helm.sh/release-name"] != "etcd" || got.GetLabels()["app.kubernetes.io/managed-by"] != "Helm" {

@@ -24,8 +24,12 @@ func desiredStatus(o *observation, d decision) backupsv1alpha1.RestoreJobStatus 
 		}
 		return st
 	}
-	if d.state == stateIgnore {
+	switch {
+	case d.state == stateIgnore:
 		// Another driver's RestoreJob: not a byte of it is ours to write.
+		return st
+	case d.reason == "" && (d.state == stateAddFinalizer || d.state == stateAcquireClaim):
+		// Steps that need no status of their own: the next one reports.
 		return st
 	}
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
@@ -67,6 +71,11 @@ func desiredStatus(o *observation, d decision) backupsv1alpha1.RestoreJobStatus 
 	}
 	if st.Phase.IsTerminal() {
 		st.CompletedAt = &now
+		// What is known of the resumed HelmRelease goes with the end.
+		cur := meta.FindStatusCondition(st.Conditions, backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+		if c := helmReleaseReport(o, cur); c != nil {
+			meta.SetStatusCondition(&st.Conditions, *c)
+		}
 	}
 	setMilestones(&st, o, d, heldByUs)
 	return st
@@ -77,7 +86,8 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 	case heldByUs:
 		setCondition(st, backupsv1alpha1.RestoreConditionClaimed, metav1.ConditionTrue, backupsv1alpha1.ReasonClaimAcquired,
 			"holding the restore claim on EtcdCluster "+o.target.String())
-	case meta.IsStatusConditionTrue(st.Conditions, backupsv1alpha1.RestoreConditionClaimed):
+	case d.state == stateFinish && meta.IsStatusConditionTrue(st.Conditions, backupsv1alpha1.RestoreConditionClaimed):
+		// Told with the end (one write), not when it happens.
 		setCondition(st, backupsv1alpha1.RestoreConditionClaimed, metav1.ConditionFalse, backupsv1alpha1.ReasonClaimReleased,
 			"the restore claim is released")
 	}

@@ -24,7 +24,7 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 	if rb := rollbackOf(o.job); rb != nil {
 		return decideRollback(o, rb, defaultTimeout)
 	}
-	deadline := o.job.Status.StartedAt.Add(o.opts.timeout(defaultTimeout))
+	deadline := startedAt(o).Add(o.opts.timeout(defaultTimeout))
 	d := decideStep(o)
 	if d.state == stateConclude || d.state == stateStartRollback {
 		return d
@@ -84,38 +84,40 @@ func decideStep(o *observation) decision {
 func decideLiveCluster(o *observation) decision {
 	if recreatedBy(o) {
 		src := o.capture.source
-		if !carriesSource(o.clusterTyped, src) {
+		if !carriesSource(o.cluster, src) {
 			return failure(o, backupsv1alpha1.ReasonClusterReplaced,
 				"the EtcdCluster marked as re-created by this RestoreJob does not carry its restore source")
 		}
-		if why := bootstrapFailed(o.clusterTyped); why != "" {
+		if why := bootstrapFailed(o.cluster); why != "" {
 			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
 		}
-		if healthy(o.clusterTyped) {
+		if healthy(o.cluster) {
 			return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
-				clusterName, src.BackupName, src.Bucket, src.Key, o.clusterTyped.Status.ReadyMembers))
+				clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
 		}
 		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
-			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.clusterTyped) + ")"}
+			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.cluster) + ")"}
 	}
 	if purged(o.job) {
 		return failure(o, backupsv1alpha1.ReasonClusterReplaced,
 			"an EtcdCluster this RestoreJob did not create appeared after the old one was purged; it was left untouched")
 	}
 	if !o.cluster.GetDeletionTimestamp().IsZero() {
-		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster,
-			message: "waiting for EtcdCluster " + clusterName + " to be deleted"}
+		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
 	}
 	if len(o.inflight) > 0 {
 		return waitSnapshots(o)
 	}
-	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster,
-		message: "deleting EtcdCluster " + clusterName}
+	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
 }
 
+// purgeMessage is the one message of the purge (delete, wait for the
+// cluster, wait for its volumes): one status write for the whole phase.
+var purgeMessage = fmt.Sprintf("deleting EtcdCluster %s and waiting until it and its PVCs (labelled %s=%s) are gone",
+	clusterName, instanceLabel, clusterName)
+
 func waitPVCs(o *observation) decision {
-	return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: fmt.Sprintf(
-		"EtcdCluster %s is gone; waiting for %d PVC(s) labelled %s=%s to be deleted", clusterName, o.pvcs, instanceLabel, clusterName)}
+	return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
 }
 
 // waitSnapshots holds the restore while a BackupJob that started before the
@@ -169,7 +171,7 @@ func bootstrapFailed(c *etcdv1alpha2.EtcdCluster) string {
 const reasonOperatorDeadlineExceeded = "DeadlineExceeded"
 
 func available(o *observation) bool {
-	return o.clusterTyped != nil && meta.IsStatusConditionTrue(o.clusterTyped.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable)
+	return o.cluster != nil && meta.IsStatusConditionTrue(o.cluster.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable)
 }
 
 func memberSummary(c *etcdv1alpha2.EtcdCluster) string {

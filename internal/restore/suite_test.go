@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -101,17 +102,19 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		writer := interceptor.NewClient(direct, writes.funcs())
-		claims := claim.Store{Client: writer, Reader: mgr.GetAPIReader(), Namespace: testenv.DriverNamespace}
+		claims := claim.Store{Client: writer, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: testenv.DriverNamespace}
 		testClaims = claim.Store{Client: k, Reader: k, Namespace: testenv.DriverNamespace}
 		r := &Reconciler{
-			Client:    writer,
-			Reader:    &flakyReader{Reader: mgr.GetAPIReader()},
-			Recorder:  mgr.GetEventRecorder("etcd-restore"),
-			Deadline:  30 * time.Minute,
-			Namespace: testenv.DriverNamespace,
-			Claims:    claims,
-			Keys:      testKeys,
-			Policy:    policy,
+			Client: writer,
+			// Decisions read the cache, as in the driver's manager.
+			Reader:     &flakyReader{Reader: mgr.GetClient()},
+			LiveReader: mgr.GetAPIReader(),
+			Recorder:   mgr.GetEventRecorder("etcd-restore"),
+			Deadline:   30 * time.Minute,
+			Namespace:  testenv.DriverNamespace,
+			Claims:     claims,
+			Keys:       testKeys,
+			Policy:     policy,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)
@@ -120,7 +123,7 @@ func TestMain(m *testing.M) {
 		// restore's claim.
 		bj := &backupjob.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("etcd-backup"), Deadline: time.Minute,
-			Keys: testKeys, Policy: policy, Claims: claims}
+			Keys: testKeys, Policy: policy, Claims: claims.LiveStore()}
 		if err := bj.SetupWithManager(mgr, 2); err != nil {
 			panic(err)
 		}
@@ -250,26 +253,31 @@ func point(verb, kind string, obj client.Object) string {
 	return verb + " " + kind
 }
 
+// strict makes the API server check every write against the served
+// (upstream) schemas with strict field validation: a field they do not
+// know is an error, not a silent prune.
+const strict = client.FieldValidation(metav1.FieldValidationStrict)
+
 func (w *writeLog) funcs() interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return w.do(nsOf(obj), point("create", kindOf(c, obj), obj), func() error { return c.Create(ctx, obj, opts...) })
+			return w.do(nsOf(obj), point("create", kindOf(c, obj), obj), func() error { return c.Create(ctx, obj, append(opts, strict)...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 			return w.do(nsOf(obj), point("delete", kindOf(c, obj), obj), func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return w.do(nsOf(obj), point("update", kindOf(c, obj), obj), func() error { return c.Update(ctx, obj, opts...) })
+			return w.do(nsOf(obj), point("update", kindOf(c, obj), obj), func() error { return c.Update(ctx, obj, append(opts, strict)...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			return w.do(nsOf(obj), point("patch", kindOf(c, obj), obj), func() error { return c.Patch(ctx, obj, p, opts...) })
+			return w.do(nsOf(obj), point("patch", kindOf(c, obj), obj), func() error { return c.Patch(ctx, obj, p, append(opts, strict)...) })
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			id := "status"
 			if rj, ok := obj.(*backupsv1alpha1.RestoreJob); ok {
 				id = statusPoint(rj)
 			}
-			return w.do(obj.GetNamespace(), id, func() error { return c.SubResource(sub).Patch(ctx, obj, p, opts...) })
+			return w.do(obj.GetNamespace(), id, func() error { return c.SubResource(sub).Patch(ctx, obj, p, append(opts, strict)...) })
 		},
 	}
 }

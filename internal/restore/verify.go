@@ -64,7 +64,7 @@ const minTransferRate = 1 << 20
 // retry may fix (S3 or the API server unreachable).
 func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verification, error) {
 	src := o.source
-	creds, err := s3object.ReadCredentials(ctx, r.Reader, o.job.Namespace, src.SecretName)
+	creds, err := s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, src.SecretName)
 	if errors.Is(err, s3object.ErrCredentials) {
 		return verification{reason: backupsv1alpha1.ReasonCredentialsUnavailable, message: err.Error()}, nil
 	}
