@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -19,15 +20,17 @@ import (
 func (r *Reconciler) showVerdict(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) error {
 	if v.Verified {
 		return r.setCondition(ctx, b, backupsv1alpha1.BackupConditionVerified, true, backupsv1alpha1.BackupReasonProvenanceVerified,
-			"the Etcd driver recorded this Backup as it is")
+			artifact.VerifiedMessage)
 	}
 	return r.setCondition(ctx, b, backupsv1alpha1.BackupConditionVerified, false, backupsv1alpha1.BackupReasonUnverified,
 		v.Reason+": "+v.Message+"; deleting it keeps its S3 object, a restore from it must match this namespace's strategy, and retention ignores it")
 }
 
 // setCondition records a condition on the Backup. Backup has no status
-// subresource, so this is a patch of the object; nothing is written when
-// the condition is unchanged.
+// subresource, so this is a patch of the object, and every such patch
+// moves metadata.generation: the condition carries no observedGeneration,
+// or each write would call for the next. Nothing is written when the
+// condition is unchanged.
 func (r *Reconciler) setCondition(ctx context.Context, b *backupsv1alpha1.Backup, typ string, ok bool, reason, msg string) error {
 	status := metav1.ConditionFalse
 	if ok {
@@ -35,11 +38,10 @@ func (r *Reconciler) setCondition(ctx context.Context, b *backupsv1alpha1.Backup
 	}
 	before := b.DeepCopy()
 	changed := meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
-		Type:               typ,
-		Status:             status,
-		Reason:             reason,
-		Message:            textlimit.Message(msg),
-		ObservedGeneration: b.Generation,
+		Type:    typ,
+		Status:  status,
+		Reason:  reason,
+		Message: textlimit.Message(msg),
 	})
 	if !changed {
 		return nil

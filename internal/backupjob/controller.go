@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // Reconciler reconciles BackupJobs for the Etcd strategy.
@@ -39,6 +40,9 @@ type Reconciler struct {
 	Policy endpointpolicy.Policy
 	// Claims are the restore claims (live reads), in the driver's namespace.
 	Claims claim.Store
+	// Schema says which strategy fields the installed CRD serves; nil
+	// assumes the driver's own CRD.
+	Schema *servedschema.Schema
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,6 +15,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -75,7 +77,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 		return nil, &o, nil
 	}
 
-	dest, out := r.render(&strategy, &application, params)
+	dest, out := r.render(ctx, &strategy, &application, params)
 	if out != nil {
 		return nil, out, nil
 	}
@@ -117,7 +119,7 @@ func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.Back
 }
 
 // render renders and validates the strategy's destination for application.
-func (r *Reconciler) render(strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
+func (r *Reconciler) render(ctx context.Context, strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
 	obj, err := strategytemplate.ApplicationObject(application)
 	if err != nil {
 		o := retry(err)
@@ -127,12 +129,20 @@ func (r *Reconciler) render(strategy *strategyv1alpha1.Etcd, application *appsv1
 	switch {
 	case errors.Is(err, strategytemplate.ErrInvalid):
 		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "%v", err)
+		if strings.HasPrefix(dest.Endpoint, "http://") && !r.serves(ctx, "spec.allowHTTPEndpoint") {
+			o.message += "; the installed Etcd strategy CRD does not serve spec.allowHTTPEndpoint, so only https endpoints can be used"
+		}
 		return dest, &o
 	case err != nil:
 		o := failed(backupsv1alpha1.BackupReasonTemplateError, "%v", err)
 		return dest, &o
 	}
 	return dest, nil
+}
+
+// serves reports whether the installed strategy CRD serves field.
+func (r *Reconciler) serves(ctx context.Context, field string) bool {
+	return r.Schema == nil || r.Schema.Serves(ctx, servedschema.StrategyCRD, field)
 }
 
 // gate holds the job back while a restore owns the cluster or the cluster

@@ -63,9 +63,13 @@ func (h *Holder) HeldBy(rj *backupsv1alpha1.RestoreJob) bool {
 type Store struct {
 	// Client creates and deletes Leases.
 	Client client.Client
-	// Reader reads Leases; a live reader for decisions, the cache for
-	// watches.
+	// Reader reads Leases for Get: the cache where a moment's lag is
+	// harmless (the restore, which is woken by the Lease watch), the API
+	// server where it is not (a BackupJob's last check before snapshotting).
 	Reader client.Reader
+	// Live reads back what Acquire made, from the API server; nil means
+	// Reader is live already.
+	Live client.Reader
 	// Namespace is where the Leases live.
 	Namespace string
 }
@@ -123,7 +127,15 @@ func (s Store) Acquire(ctx context.Context, rj *backupsv1alpha1.RestoreJob, t Ta
 	}
 	// Read back through the API server: the create either made our Lease
 	// or lost to an existing one, and only the stored object says whose.
-	return s.Get(ctx, t)
+	return s.LiveStore().Get(ctx, t)
+}
+
+// LiveStore is s reading everything from the API server.
+func (s Store) LiveStore() Store {
+	if s.Live != nil {
+		s.Reader = s.Live
+	}
+	return s
 }
 
 // Release drops h's claim. It never deletes a claim taken since: the delete

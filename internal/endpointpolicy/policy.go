@@ -12,11 +12,14 @@ package endpointpolicy
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +49,26 @@ type Policy struct {
 	// Allowed are ranges permitted although denied by default (the
 	// sandbox allows 127.0.0.0/8, where its S3 server listens).
 	Allowed []netip.Prefix
+	// RootCAs verify https endpoints; nil means the system's roots.
+	RootCAs *x509.CertPool
+}
+
+// WithCAFile adds the PEM certificates in file to the system's roots for
+// https endpoints (an S3 service with a private CA).
+func (p Policy) WithCAFile(file string) (Policy, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return p, fmt.Errorf("read S3 CA bundle: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return p, fmt.Errorf("S3 CA bundle %s holds no PEM certificate", file)
+	}
+	p.RootCAs = pool
+	return p, nil
 }
 
 // Parse builds a Policy from CIDR strings such as "127.0.0.0/8".
@@ -157,6 +180,7 @@ func (p Policy) Transport() *http.Transport {
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return d.DialContext(ctx, network, addr)
 		},
+		TLSClientConfig:       &tls.Config{RootCAs: p.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          16,
 		IdleConnTimeout:       90 * time.Second,

@@ -35,21 +35,26 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		Deadline:  o.BackupDeadline,
 		Keys:      d.keys,
 		Policy:    d.policy,
-		Claims:    d.claims,
+		// A BackupJob's last check before it snapshots a cluster must see
+		// a claim taken a moment ago: read claims live.
+		Claims: d.claims.LiveStore(),
+		Schema: d.schema,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
 
 func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 	r := &restore.Reconciler{
-		Client:    o.client(mgr),
-		Reader:    mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
-		Deadline:  o.RestoreDeadline,
-		Namespace: o.Namespace,
-		Claims:    d.claims,
-		Keys:      d.keys,
-		Policy:    d.policy,
+		Client:     o.client(mgr),
+		Reader:     mgr.GetClient(),
+		LiveReader: mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(EventSource),
+		Deadline:   o.RestoreDeadline,
+		Namespace:  o.Namespace,
+		Claims:     d.claims,
+		Keys:       d.keys,
+		Policy:     d.policy,
+		Schema:     d.schema,
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }
@@ -65,6 +70,7 @@ func setupPlans(mgr ctrl.Manager, o Options, d deps) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Clock:     clk,
 		Keys:      d.keys,
+		Schema:    d.schema,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

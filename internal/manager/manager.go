@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -32,6 +33,7 @@ type deps struct {
 	keys   *provenance.Keyring
 	policy endpointpolicy.Policy
 	claims claim.Store
+	schema *servedschema.Schema
 }
 
 // New builds a manager for cfg with the driver's scheme, caches, probes and
@@ -40,6 +42,11 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
 	if err != nil {
 		return nil, err
+	}
+	if o.S3CAFile != "" {
+		if policy, err = policy.WithCAFile(o.S3CAFile); err != nil {
+			return nil, err
+		}
 	}
 	own := map[string]cache.Config{o.Namespace: {}}
 	byName := fields.OneTermEqualSelector("metadata.name", restore.ClusterName)
@@ -79,7 +86,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		keys: &provenance.Keyring{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 			Namespace: o.Namespace, Name: o.ProvenanceSecret},
 		policy: policy,
-		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Namespace: o.Namespace},
+		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
+		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)

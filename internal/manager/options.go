@@ -44,6 +44,9 @@ type Options struct {
 	// AllowedEndpointCIDRs are address ranges S3 endpoints may reach
 	// although the endpoint policy denies them (loopback, link-local...).
 	AllowedEndpointCIDRs []string
+	// S3CAFile is a PEM bundle of CAs that https S3 endpoints may chain to,
+	// besides the system's (an S3 service with a private CA).
+	S3CAFile string
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests and the sandbox start and stop managers repeatedly). No flag.
 	SkipControllerNameValidation bool
@@ -111,6 +114,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The driver's own namespace, for restore claims, captures and the provenance key (default: $POD_NAMESPACE, else etcd-backup-driver).")
 	fs.StringVar(&o.ProvenanceSecret, "provenance-secret", o.ProvenanceSecret,
 		"Secret in the driver's namespace holding the keys that sign Backups; created when missing.")
+	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
+		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("allowed-endpoint-cidrs",
 		"Comma-separated address ranges S3 endpoints may reach although denied by default (loopback, link-local, metadata); for test setups only.",
 		func(v string) error {

@@ -23,6 +23,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // ControllerName names the controller in logs, metrics and Events.
@@ -42,6 +43,9 @@ type Reconciler struct {
 	// Keys verify Backups: retention counts only Backups the driver
 	// recorded for this Plan, ordered by the time it signed.
 	Keys provenance.Keys
+	// Schema says which Plan fields the installed CRD serves; nil assumes
+	// the driver's own CRD.
+	Schema *servedschema.Schema
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch
@@ -66,6 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := plan.DeepCopy()
 	now := r.Clock.Now()
 
+	r.noteServedFields(ctx, &plan)
 	sched, err := r.validate(&plan)
 	if err != nil {
 		// A failed status write is worth retrying; the bad spec is not.

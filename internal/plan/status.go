@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,9 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // validate parses the Plan's schedule and checks what else would make every
@@ -46,11 +48,6 @@ func (r *Reconciler) checkSpec(plan *backupsv1alpha1.Plan) (Schedule, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Every BackupJob and Backup of the Plan carries its name as a label value.
-	if errs := validation.IsValidLabelValue(plan.Name); len(errs) > 0 {
-		return nil, fmt.Errorf("Plan name %q cannot be used as the %s label value (%s); use a name of at most 63 characters",
-			plan.Name, backupsv1alpha1.PlanNameLabel, strings.Join(errs, "; "))
-	}
 	if plan.Spec.BackupClassName == "" {
 		return nil, errors.New("spec.backupClassName is empty")
 	}
@@ -67,4 +64,44 @@ func setCondition(plan *backupsv1alpha1.Plan, condType string, status metav1.Con
 		Message:            message,
 		ObservedGeneration: plan.Generation,
 	})
+}
+
+// defaultsWhenNotServed say what applies in place of each Plan field the
+// installed CRD prunes.
+var defaultsWhenNotServed = map[string]string{
+	"spec.schedule.timeZone":          "UTC",
+	"spec.concurrencyPolicy":          "Forbid",
+	"spec.suspend":                    "never suspended",
+	"spec.startingDeadlineSeconds":    "300",
+	"spec.successfulJobsHistoryLimit": "3",
+	"spec.failedJobsHistoryLimit":     "1",
+	"spec.retention":                  "no retention: Backups are kept",
+}
+
+// noteServedFields says, on the Plan, which of its fields the installed CRD
+// does not serve (and what applies instead); the condition goes away when
+// they are all served.
+func (r *Reconciler) noteServedFields(ctx context.Context, plan *backupsv1alpha1.Plan) {
+	if r.Schema == nil {
+		return
+	}
+	missing := r.Schema.Missing(ctx, servedschema.PlanCRD)
+	if len(missing) == 0 {
+		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionFieldsServed)
+		return
+	}
+	var parts []string
+	for _, f := range missing {
+		if d, ok := defaultsWhenNotServed[f]; ok {
+			parts = append(parts, f+" ("+d+")")
+		} else {
+			parts = append(parts, f)
+		}
+	}
+	msg := "the installed Plan CRD (Cozystack's own?) does not serve " + strings.Join(parts, ", ") +
+		"; these settings are pruned when written and the defaults in brackets apply. Install the etcd-backup-driver's CRDs to use them"
+	if c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionFieldsServed); c == nil || c.Message != msg {
+		r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, backupsv1alpha1.PlanReasonFieldsNotServed, "Validate", "%s", textlimit.Note(msg))
+	}
+	setCondition(plan, backupsv1alpha1.PlanConditionFieldsServed, metav1.ConditionFalse, backupsv1alpha1.PlanReasonFieldsNotServed, msg)
 }

@@ -5,6 +5,15 @@ package v1alpha1
 // skipped a run (the reason says why).
 const PlanConditionScheduled = "Scheduled"
 
+// PlanConditionFieldsServed is False when the installed Plan CRD does not
+// serve some of the driver's Plan fields (Cozystack's own CRD lacks the
+// driver's extensions): those settings are pruned when written, so their
+// defaults apply; the message lists them.
+const PlanConditionFieldsServed = "FieldsServed"
+
+// PlanReasonFieldsNotServed is the reason of a False FieldsServed.
+const PlanReasonFieldsNotServed = "FieldsNotServed"
+
 // Reasons of the Plan's Error condition.
 const (
 	// PlanReasonScheduleValid: the schedule parses; Error is False.
@@ -14,7 +23,7 @@ const (
 	// PlanReasonInvalidTimeZone: spec.schedule.timeZone is not an IANA name.
 	PlanReasonInvalidTimeZone = "InvalidTimeZone"
 	// PlanReasonInvalidSpec: another field makes the Plan unusable, for
-	// example a name too long to be a label value.
+	// example an empty backupClassName.
 	PlanReasonInvalidSpec = "InvalidSpec"
 )
 

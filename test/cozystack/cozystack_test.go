@@ -1,0 +1,116 @@
+package cozystack
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
+)
+
+// Backup and in-place restore work on Cozystack's schema. The strategy's
+// deletionPolicy is pruned, so the Backup is recorded Retain and the job
+// says so.
+func TestBackupAndRestoreOnCozystackCRDs(t *testing.T) {
+	tn := plat.NewTenant(t, "tenant")
+	b := tn.Backup("nightly", "")
+	tn.G.Expect(artifact.RecordedOf(b).DeletionPolicy).To(Equal(strategyv1alpha1.DeletionPolicyRetain))
+	job := &backupsv1alpha1.BackupJob{}
+	tn.G.Expect(env.Client.Get(tn.Ctx, client.ObjectKey{Namespace: tn.NS, Name: "nightly"}, job)).To(Succeed())
+	tn.G.Expect(job.Status.Message).To(ContainSubstring("does not serve spec.deletionPolicy"))
+
+	before := tn.Cluster()
+	rj := tn.Restore("restore", b.Name, "")
+	tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", rj.Status)
+	tn.G.Expect(tn.Cluster().UID).NotTo(Equal(before.UID))
+	tn.G.Expect(tn.HelmRelease().Spec.Suspend).To(BeFalse())
+	// Without the CEL rule the spec could change mid-restore: the driver
+	// says so on the job.
+	tn.G.Eventually(func() []string { return tn.Events(rj) }).WithTimeout(10 * time.Second).Should(ContainElement("SpecNotImmutable"))
+}
+
+// A Plan's retention (and the driver's other Plan fields) cannot be stored
+// in Cozystack's CRD: the Plan says which ones and what applies instead,
+// and still runs.
+func TestPlanSaysWhichFieldsAreNotServed(t *testing.T) {
+	tn := plat.NewTenant(t, "tenant")
+	plan := &backupsv1alpha1.Plan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "daily"},
+		Spec: backupsv1alpha1.PlanSpec{
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
+			Schedule:  backupsv1alpha1.PlanSchedule{Cron: "* * * * *", TimeZone: "Europe/Berlin"},
+			Retention: &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)},
+		},
+	}
+	tn.Create(plan)
+	tn.G.Expect(plan.Spec.Retention).To(BeNil(), "the API server pruned retention")
+	tn.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+		c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionFieldsServed)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(And(ContainSubstring("spec.retention"), ContainSubstring("spec.schedule.timeZone (UTC)")))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	tn.G.Eventually(func() []string { return tn.Events(plan) }).WithTimeout(10 * time.Second).Should(ContainElement(backupsv1alpha1.PlanReasonFieldsNotServed))
+}
+
+// A strategy with a plain-http endpoint cannot opt into http on this
+// schema: the job fails saying exactly that, and nothing is created.
+func TestHTTPEndpointNeedsAFieldCozystackLacks(t *testing.T) {
+	tn := plat.NewTenant(t, "tenant")
+	fps := true
+	group := strategyv1alpha1.GroupVersion.Group
+	tn.Create(&strategyv1alpha1.Etcd{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
+		Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			S3: &strategyv1alpha1.EtcdS3Template{Bucket: platform.Bucket, Endpoint: "http://" + strings.TrimPrefix(s3srv.URL, "https://"), ForcePathStyle: &fps,
+				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: platform.CredsSecret}}}}},
+	}, &backupsv1alpha1.BackupClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: "Etcd", Name: "plain-http-" + tn.NS},
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+		}}},
+	})
+	job := &backupsv1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "http"},
+		Spec: backupsv1alpha1.BackupJobSpec{ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			BackupClassName: "plain-http-" + tn.NS}}
+	tn.Create(job)
+	tn.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseFailed))
+		g.Expect(job.Status.Message).To(ContainSubstring("does not serve spec.allowHTTPEndpoint"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// Cozystack's Backup controller adds and removes the shared finalizer on
+// every Backup; the driver's own finalizer guarantees its cleanup whatever
+// that one does, and the driver lets the shared one go once it is done.
+func TestDriverOwnsItsFinalizer(t *testing.T) {
+	tn := plat.NewTenant(t, "tenant")
+	b := tn.Backup("nightly", "")
+	tn.G.Expect(b.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer))
+	// Cozystack's controller adds its finalizer...
+	patch := client.MergeFrom(b.DeepCopy())
+	controllerutil.AddFinalizer(b, backupsv1alpha1.CleanupFinalizer)
+	tn.G.Expect(env.Client.Patch(tn.Ctx, b, patch)).To(Succeed())
+	tn.G.Expect(env.Client.Delete(tn.Ctx, b)).To(Succeed())
+	// ...and, on deletion, drops it at once (as it does); the Backup still
+	// waits for the driver's cleanup, which then lets it go.
+	tn.G.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+	patch = client.MergeFrom(b.DeepCopy())
+	controllerutil.RemoveFinalizer(b, backupsv1alpha1.CleanupFinalizer)
+	tn.G.Expect(env.Client.Patch(tn.Ctx, b, patch)).To(Succeed())
+	tn.G.Eventually(func() bool { return tn.Gone(b) }).WithTimeout(30 * time.Second).Should(BeTrue())
+	tn.G.Eventually(func() []string { return tn.Events(b) }).WithTimeout(10 * time.Second).Should(ContainElement("SnapshotDeleted"))
+}
