@@ -17,80 +17,81 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
 // A hand-written Ready Backup naming another tenant's object, with deletion
 // policy Delete, is deleted: the Backup goes, the victim's object stays, and
 // an Event says why.
 func TestForgedBackupDeletionKeepsTheVictimsObject(t *testing.T) {
-	victim, attacker := newTenant(t, "victim"), newTenant(t, "attacker")
-	real := victim.backup("nightly", "")
-	key := keyOf(victim.g, real)
+	victim, attacker := plat.NewTenant(t, "victim"), plat.NewTenant(t, "attacker")
+	real := victim.Backup("nightly", "")
+	key := platform.KeyOf(victim.G, real)
 
-	forged := forge(real, attacker.ns, "stolen")
+	forged := platform.Forge(real, attacker.NS, "stolen")
 	forged.Spec.DriverMetadata[artifact.MetaDeletionPolicy] = "Delete"
-	attacker.create(forged)
+	attacker.Create(forged)
 	// The driver takes it in (finalizer) and says it cannot verify it.
-	attacker.g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(attacker.ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
+	attacker.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(attacker.Ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
 		g.Expect(forged.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer))
 		g.Expect(conditionIn(forged.Status.Conditions, backupsv1alpha1.BackupConditionVerified).Reason).To(Equal(backupsv1alpha1.BackupReasonUnverified))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	attacker.g.Expect(env.Client.Delete(attacker.ctx, forged)).To(Succeed())
-	attacker.g.Eventually(func() bool { return attacker.gone(forged) }).WithTimeout(30 * time.Second).Should(BeTrue())
+	attacker.G.Expect(env.Client.Delete(attacker.Ctx, forged)).To(Succeed())
+	attacker.G.Eventually(func() bool { return attacker.Gone(forged) }).WithTimeout(30 * time.Second).Should(BeTrue())
 
-	attacker.g.Expect(objectExists(key)).To(BeTrue(), "the victim's object was deleted")
-	attacker.g.Expect(victim.gone(real)).To(BeFalse())
-	attacker.g.Eventually(func() []string { return attacker.events(forged) }).WithTimeout(10 * time.Second).
+	attacker.G.Expect(plat.ObjectExists(key)).To(BeTrue(), "the victim's object was deleted")
+	attacker.G.Expect(victim.Gone(real)).To(BeFalse())
+	attacker.G.Eventually(func() []string { return attacker.Events(forged) }).WithTimeout(10 * time.Second).
 		Should(ContainElement(backupsv1alpha1.BackupReasonObjectKeptUnverified))
 }
 
 // The same forged Backup restored is refused: the attacker's cluster is
 // never re-created from the victim's snapshot.
 func TestForgedBackupRestoreIsRefused(t *testing.T) {
-	victim, attacker := newTenant(t, "victim"), newTenant(t, "attacker")
-	real := victim.backup("nightly", "")
-	attacker.create(forge(real, attacker.ns, "stolen"))
-	before := attacker.cluster()
+	victim, attacker := plat.NewTenant(t, "victim"), plat.NewTenant(t, "attacker")
+	real := victim.Backup("nightly", "")
+	attacker.Create(platform.Forge(real, attacker.NS, "stolen"))
+	before := attacker.Cluster()
 
-	rj := attacker.restore("steal", "stolen", "")
-	attacker.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	attacker.g.Expect(reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnverifiedBackup)))
-	attacker.g.Expect(rj.Status.Message).To(ContainSubstring("Nothing was changed"))
-	attacker.untouched(before)
-	attacker.g.Expect(attacker.cluster().Spec.Bootstrap).To(BeNil())
+	rj := attacker.Restore("steal", "stolen", "")
+	attacker.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	attacker.G.Expect(platform.Reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnverifiedBackup)))
+	attacker.G.Expect(rj.Status.Message).To(ContainSubstring("Nothing was changed"))
+	attacker.Untouched(before)
+	attacker.G.Expect(attacker.Cluster().Spec.Bootstrap).To(BeNil())
 }
 
 // A forged Backup naming a loopback or metadata endpoint is deleted and
 // restored: the driver sends nothing there, signed with the platform's key
 // or not.
 func TestForgedEndpointsAreNeverDialled(t *testing.T) {
-	attacker := newTenant(t, "attacker")
+	attacker := plat.NewTenant(t, "attacker")
 	var hits atomic.Int64
 	l, err := net.Listen("tcp", "127.0.0.2:0")
-	attacker.g.Expect(err).NotTo(HaveOccurred())
+	attacker.G.Expect(err).NotTo(HaveOccurred())
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		hits.Add(1)
 		w.WriteHeader(http.StatusNoContent)
 	})}
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	real := attacker.backup("nightly", "")
+	real := attacker.Backup("nightly", "")
 
 	for i, endpoint := range []string{"http://" + l.Addr().String(), "http://169.254.169.254", "http://[fd00:ec2::254]"} {
-		forged := forge(real, attacker.ns, "evil-"+string(rune('a'+i)))
+		forged := platform.Forge(real, attacker.NS, "evil-"+string(rune('a'+i)))
 		forged.Status.UnderlyingResources = nil
 		forged.Spec.DriverMetadata[artifact.MetaEndpoint] = endpoint
 		forged.Spec.DriverMetadata[artifact.MetaDeletionPolicy] = "Delete"
-		attacker.create(forged)
-		rj := attacker.restore("evil-restore-"+string(rune('a'+i)), forged.Name, "")
-		attacker.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-		attacker.g.Expect(reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnverifiedBackup), string(backupsv1alpha1.ReasonEndpointRefused)))
-		attacker.g.Expect(env.Client.Delete(attacker.ctx, forged)).To(Succeed())
-		attacker.g.Eventually(func() bool { return attacker.gone(forged) }).WithTimeout(30 * time.Second).Should(BeTrue())
+		attacker.Create(forged)
+		rj := attacker.Restore("evil-restore-"+string(rune('a'+i)), forged.Name, "")
+		attacker.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+		attacker.G.Expect(platform.Reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnverifiedBackup), string(backupsv1alpha1.ReasonEndpointRefused)))
+		attacker.G.Expect(env.Client.Delete(attacker.Ctx, forged)).To(Succeed())
+		attacker.G.Eventually(func() bool { return attacker.Gone(forged) }).WithTimeout(30 * time.Second).Should(BeTrue())
 	}
-	attacker.g.Consistently(hits.Load).WithTimeout(2*time.Second).Should(BeZero(), "requests reached the attacker's endpoint")
-	attacker.g.Expect(objectExists(keyOf(attacker.g, real))).To(BeTrue())
+	attacker.G.Consistently(hits.Load).WithTimeout(2*time.Second).Should(BeZero(), "requests reached the attacker's endpoint")
+	attacker.G.Expect(plat.ObjectExists(platform.KeyOf(attacker.G, real))).To(BeTrue())
 }
 
 // A ConfigMap named like the driver's capture, pre-created in the tenant's
@@ -98,149 +99,152 @@ func TestForgedEndpointsAreNeverDialled(t *testing.T) {
 // namespace), its own source, takes its safety snapshot and hands the
 // HelmRelease back.
 func TestLookAlikeCaptureIsIgnored(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	b := tn.backup("nightly", "")
-	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "restore"},
+	tn := plat.NewTenant(t, "tenant")
+	b := tn.Backup("nightly", "")
+	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "restore"},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: b.Name}}}
-	tn.create(rj)
+	tn.Create(rj)
 	// Created right after the job, before the driver captures: the names
 	// the driver used to give its captures, pointing elsewhere.
 	for _, name := range []string{"restore-capture-" + string(rj.UID)[:8], "restore"} {
-		tn.create(&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: name, Labels: map[string]string{
+		tn.Create(&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name, Labels: map[string]string{
 				"app.kubernetes.io/component": "etcd-restore-capture", backupsv1alpha1.RestoreJobUIDLabel: string(rj.UID)}},
 			Data: map[string]string{
 				"etcdcluster.yaml":        "apiVersion: etcd-operator.cozystack.io/v1alpha2\nkind: EtcdCluster\nspec:\n  replicas: 1\n",
-				"restore-source.yaml":     "bucket: " + bucket + "\nkey: victim/etcd/theirs.db\nendpoint: http://127.0.0.2\n",
+				"restore-source.yaml":     "bucket: " + platform.Bucket + "\nkey: victim/etcd/theirs.db\nendpoint: http://127.0.0.2\n",
 				"helmrelease-prior-state": "Suspended",
 			},
 		})
 	}
-	done := tn.awaitRestore(rj)
-	tn.g.Expect(done.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", done.Status)
-	c := tn.cluster()
-	tn.g.Expect(c.Spec.Bootstrap.Restore.Source.S3.Key).To(Equal(keyOf(tn.g, b)))
-	tn.g.Expect(*c.Spec.Replicas).To(BeEquivalentTo(3))
-	tn.g.Expect(condition(done, backupsv1alpha1.RestoreConditionSafetyBackup).Status).To(Equal(metav1.ConditionTrue))
-	tn.untouchedHelmRelease()
+	done := tn.AwaitRestore(rj)
+	tn.G.Expect(done.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", done.Status)
+	c := tn.Cluster()
+	tn.G.Expect(c.Spec.Bootstrap.Restore.Source.S3.Key).To(Equal(platform.KeyOf(tn.G, b)))
+	tn.G.Expect(*c.Spec.Replicas).To(BeEquivalentTo(3))
+	tn.G.Expect(condition(done, backupsv1alpha1.RestoreConditionSafetyBackup).Status).To(Equal(metav1.ConditionTrue))
+	untouchedHelmRelease(tn)
 }
 
 // A Lease a tenant makes, named and labelled like a restore claim, blocks
 // nothing: claims live in the driver's namespace.
 func TestTenantLeaseDoesNotBlockRestores(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	b := tn.backup("nightly", "")
+	tn := plat.NewTenant(t, "tenant")
+	b := tn.Backup("nightly", "")
 	holder := "someone/else"
-	for _, name := range []string{"etcd-restore-etcd", "etcd-restore-" + tn.ns} {
-		tn.create(&coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: name, Labels: map[string]string{
-				"app.kubernetes.io/component": "etcd-restore-claim", "backups.cozystack.io/target-namespace": tn.ns}},
+	for _, name := range []string{"etcd-restore-etcd", "etcd-restore-" + tn.NS} {
+		tn.Create(&coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name, Labels: map[string]string{
+				"app.kubernetes.io/component": "etcd-restore-claim", "backups.cozystack.io/target-namespace": tn.NS}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
 		})
 	}
-	rj := tn.restore("restore", b.Name, "")
-	tn.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", rj.Status)
+	rj := tn.Restore("restore", b.Name, "")
+	tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", rj.Status)
 }
 
 // A forged Ready Backup with the Plan's labels and a time far in the
 // future makes retention prune nothing real.
 func TestForgedFutureBackupDoesNotDriveRetention(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	tn.create(&backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "daily"},
+	tn := plat.NewTenant(t, "tenant")
+	tn.Create(&backupsv1alpha1.Plan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "daily"},
 		Spec: backupsv1alpha1.PlanSpec{
-			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: className,
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
 			Schedule:  backupsv1alpha1.PlanSchedule{Cron: "@yearly"},
 			Retention: &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)},
 		},
 	})
-	real := tn.backup("daily-real", "daily")
-	forged := forge(real, tn.ns, "daily-forged")
+	real := tn.Backup("daily-real", "daily")
+	forged := platform.Forge(real, tn.NS, "daily-forged")
 	forged.Spec.TakenAt = metav1.NewTime(time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC))
 	forged.Spec.DriverMetadata[artifact.MetaSnapshotName] = "none"
-	tn.create(forged)
+	tn.Create(forged)
 	// A second real Backup (a second later: Backups keep whole seconds):
 	// retention (keepLast 1) now deletes the older real one, and only that,
 	// whatever the forged one says.
 	time.Sleep(1100 * time.Millisecond)
-	newer := tn.backup("daily-newer", "daily")
-	tn.g.Eventually(func() bool { return tn.gone(real) }).WithTimeout(30 * time.Second).Should(BeTrue())
-	tn.g.Consistently(func() bool { return tn.gone(newer) || tn.gone(forged) }).WithTimeout(3 * time.Second).Should(BeFalse())
-	plan := &backupsv1alpha1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "daily"}}
-	tn.get(plan)
-	tn.g.Expect(plan.Status.LastSuccessfulBackup).To(Equal(newer.Name))
+	newer := tn.Backup("daily-newer", "daily")
+	tn.G.Eventually(func() bool { return tn.Gone(real) }).WithTimeout(30 * time.Second).Should(BeTrue())
+	tn.G.Consistently(func() bool { return tn.Gone(newer) || tn.Gone(forged) }).WithTimeout(3 * time.Second).Should(BeFalse())
+	plan := &backupsv1alpha1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "daily"}}
+	tn.Get(plan)
+	tn.G.Expect(plan.Status.LastSuccessfulBackup).To(Equal(newer.Name))
 }
 
 // A Backup with a 40 KB field still gets a clear terminal answer: every
 // status message is cut below the API's limit.
 func TestOversizedBackupFieldIsReported(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	real := tn.backup("nightly", "")
-	before := tn.cluster()
-	huge := forge(real, tn.ns, "huge")
+	tn := plat.NewTenant(t, "tenant")
+	real := tn.Backup("nightly", "")
+	before := tn.Cluster()
+	huge := platform.Forge(real, tn.NS, "huge")
 	huge.Status.Phase = backupsv1alpha1.BackupPhase(strings.Repeat("Pending", 40*1024/7))
-	tn.create(huge)
-	rj := tn.restore("restore-huge", "huge", "")
-	tn.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	tn.g.Expect(reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonBackupNotReady)))
-	tn.g.Expect(len(rj.Status.Message)).To(BeNumerically("<", 8192))
-	tn.untouched(before)
+	tn.Create(huge)
+	rj := tn.Restore("restore-huge", "huge", "")
+	tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	tn.G.Expect(platform.Reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonBackupNotReady)))
+	tn.G.Expect(len(rj.Status.Message)).To(BeNumerically("<", 8192))
+	tn.Untouched(before)
 }
 
 // Names a user chose that are not label values or DNS labels work: a
 // 75-character or dotted RestoreJob restores; a BackupJob for a
 // 64-character application name gets a clear terminal phase.
 func TestLongAndDottedNames(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	b := tn.backup("nightly", "")
+	tn := plat.NewTenant(t, "tenant")
+	b := tn.Backup("nightly", "")
 	for _, name := range []string{strings.Repeat("r", 75), "restore-from-the-nightly-backup.2026-06-01"} {
-		rj := tn.restore(name, b.Name, "")
-		tn.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "%s: %+v", name, rj.Status)
+		rj := tn.Restore(name, b.Name, "")
+		tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "%s: %+v", name, rj.Status)
 	}
 	job := &backupsv1alpha1.BackupJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "long-app"},
-		Spec: backupsv1alpha1.BackupJobSpec{BackupClassName: className,
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "long-app"},
+		Spec: backupsv1alpha1.BackupJobSpec{BackupClassName: platform.ClassName,
 			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: strings.Repeat("a", 64)}},
 	}
-	tn.create(job)
-	tn.g.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+	tn.Create(job)
+	tn.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseFailed))
-		g.Expect(reason(job.Status.Conditions)).To(Equal(backupsv1alpha1.BackupReasonInvalidApplicationRef))
+		g.Expect(platform.Reason(job.Status.Conditions)).To(Equal(backupsv1alpha1.BackupReasonInvalidApplicationRef))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // A Backup whose application is not the target is refused at once: the
 // cluster is never deleted.
 func TestMismatchedApplicationIsRefused(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	real := tn.backup("nightly", "")
-	before := tn.cluster()
-	other := forge(real, tn.ns, "other-app")
+	tn := plat.NewTenant(t, "tenant")
+	real := tn.Backup("nightly", "")
+	before := tn.Cluster()
+	other := platform.Forge(real, tn.NS, "other-app")
 	other.Spec.ApplicationRef.Name = "other"
-	tn.create(other)
-	rj := tn.restore("restore-other", "other-app", "")
-	tn.g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	tn.g.Expect(reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnsupportedTarget), string(backupsv1alpha1.ReasonUnverifiedBackup)))
+	tn.Create(other)
+	rj := tn.Restore("restore-other", "other-app", "")
+	tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	tn.G.Expect(platform.Reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnsupportedTarget), string(backupsv1alpha1.ReasonUnverifiedBackup)))
 
-	target := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "restore-elsewhere"},
+	target := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "restore-elsewhere"},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: real.Name},
 			TargetApplicationRef: &backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "other"}}}
-	tn.create(target)
-	done := tn.awaitRestore(target)
-	tn.g.Expect(reason(done.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnsupportedTarget)))
-	tn.untouched(before)
+	tn.Create(target)
+	done := tn.AwaitRestore(target)
+	tn.G.Expect(platform.Reason(done.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnsupportedTarget)))
+	tn.Untouched(before)
 }
 
 // A RestoreJob's spec cannot change under a running restore.
 func TestRestoreJobSpecIsImmutable(t *testing.T) {
-	tn := newTenant(t, "tenant")
-	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "restore"},
+	tn := plat.NewTenant(t, "tenant")
+	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "restore"},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "a"}}}
-	tn.create(rj)
+	tn.Create(rj)
+	// A merge patch, so the driver's own writes (its finalizer) cannot
+	// turn the answer into a conflict.
+	patch := client.MergeFrom(rj.DeepCopy())
 	rj.Spec.BackupRef.Name = "b"
-	err := env.Client.Update(tn.ctx, rj)
-	tn.g.Expect(err).To(MatchError(ContainSubstring("spec is immutable")))
+	err := env.Client.Patch(tn.Ctx, rj, patch)
+	tn.G.Expect(err).To(MatchError(ContainSubstring("spec is immutable")))
 }
 
 func condition(rj *backupsv1alpha1.RestoreJob, typ string) *metav1.Condition {
@@ -256,8 +260,8 @@ func conditionIn(conds []metav1.Condition, typ string) *metav1.Condition {
 	return &metav1.Condition{}
 }
 
-func (tn *tenant) untouchedHelmRelease() {
-	tn.t.Helper()
-	hr := tn.helmRelease()
-	tn.g.Expect(hr.Spec.Suspend).To(BeFalse())
+func untouchedHelmRelease(tn *platform.Tenant) {
+	tn.T.Helper()
+	hr := tn.HelmRelease()
+	tn.G.Expect(hr.Spec.Suspend).To(BeFalse())
 }

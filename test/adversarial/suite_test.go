@@ -12,26 +12,22 @@ import (
 	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
-	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
 var (
 	env   *testenv.Env
+	plat  *platform.Platform
 	s3srv *s3server.Server
 	s3c   *minio.Client
 	// s3Creds are the platform's S3 keys, copied into every tenant.
 	s3Creds = s3server.Credentials{AccessKeyID: "platform-key", SecretAccessKey: "platform-secret-key"}
 )
-
-// bucket is the platform's one bucket; tenants get a prefix each.
-const bucket = "cozy-backups"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -44,7 +40,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if s3srv, err = s3server.Start(dir, s3Creds, bucket); err != nil {
+	if s3srv, err = s3server.Start(dir, s3Creds, platform.Bucket); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -54,22 +50,7 @@ func run(m *testing.M) int {
 	}
 	return testenv.Run(m, func(e *testenv.Env) {
 		env = e
-		createPlatform()
-		o := manager.DefaultOptions()
-		o.MetricsAddr, o.ProbeAddr = "0", "0"
-		o.SkipControllerNameValidation = true
-		// Only the S3 server's own address is reachable: 127.0.0.2 and
-		// every other loopback address stay denied.
-		o.AllowedEndpointCIDRs = []string{"127.0.0.1/32"}
-		o.BackupDeadline, o.RestoreDeadline = 2*time.Minute, 2*time.Minute
-		mgr, err := manager.New(e.Config, o)
-		if err != nil {
-			panic(err)
-		}
-		go func() {
-			if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
-				panic(err)
-			}
-		}()
+		plat = &platform.Platform{Client: e.Client, S3URL: s3srv.URL, S3: s3c, Creds: s3Creds}
+		plat.Start(e.Config, nil)
 	})
 }

@@ -81,16 +81,27 @@ func TestBackupAndInPlaceRestoreOfFiftyThousandKeys(t *testing.T) {
 	tn.expectHelmReleaseSuspended(false)
 }
 
-// A BackupJob whose strategy names a Secret the namespace lacks fails with a
-// message that names the Secret, and writes nothing to S3.
-func TestBackupWithMissingCredentialsSecretFailsClearly(t *testing.T) {
+// A BackupJob whose strategy names a Secret the namespace lacks behaves as
+// on a real cluster: the snapshot Job's Pod cannot start
+// (CreateContainerConfigError), so the BackupJob keeps running until the
+// Job's deadline and then fails with the operator's reason; nothing is
+// written to S3.
+func TestBackupWithMissingCredentialsSecretFailsAtTheJobDeadline(t *testing.T) {
 	tn := newTenant(t, false)
 	g := tn.g
 	tn.deploy(1)
 
-	job := tn.awaitJob(tn.backupJob("no-creds"), time.Minute)
+	started := time.Now()
+	job := tn.backupJob("no-creds")
+	g.Consistently(func() backupsv1alpha1.BackupJobPhase {
+		g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		return job.Status.Phase
+	}).WithTimeout(snapshotJobDeadline/2).Should(BeElementOf(backupsv1alpha1.BackupJobPhase(""), backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupJobPhaseRunning),
+		"the snapshot waits for its Secret; it does not fail at once")
+	job = tn.awaitJob(job, snapshotJobDeadline+2*time.Minute)
 	g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseFailed))
-	g.Expect(job.Status.Message).To(And(ContainSubstring(credsSecret), ContainSubstring("not found")))
+	g.Expect(job.Status.Message).To(ContainSubstring("JobFailed"))
+	g.Expect(time.Since(started)).To(BeNumerically(">=", snapshotJobDeadline))
 	g.Expect(job.Status.BackupRef).To(BeNil())
 
 	s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)

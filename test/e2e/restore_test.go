@@ -122,7 +122,7 @@ func TestFailedRestoreRollsBackToTheSafetyBackup(t *testing.T) {
 	tn.write(live)
 	tn.overwriteObject(good)
 
-	rj := tn.awaitRestore(tn.restoreJob("doomed", good.Name, map[string]any{"verify": "Size", "restoreTimeoutSeconds": 150}), 5*time.Minute)
+	rj := tn.awaitRestore(tn.restoreJob("doomed", good.Name, map[string]any{"verify": "Size", "restoreTimeoutSeconds": 45}), 3*time.Minute)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed), rj.Status.Message)
 	g.Expect(rj.Status.Message).To(ContainSubstring("rolled back"))
 	g.Expect(meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.ConditionReady).Reason).

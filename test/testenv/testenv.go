@@ -1,6 +1,11 @@
 // Package testenv starts a real kube-apiserver and etcd (built from source
-// into bin/ by `make envtest-bins`) with every CRD of config/ installed, for
-// tests that must run against the API server's own validation and watches.
+// into bin/ by `make envtest-bins`) with the CRDs a real cluster would serve
+// installed: this project's own (config/crd/bases), the etcd-operator's and
+// Flux's exactly as those projects publish them (config/crd/upstream), and
+// two small test CRDs for kinds nobody publishes (config/crd/external). On
+// request it also runs the real kube-controller-manager (garbage collector,
+// Job controller, PVC protection) for tests that depend on ownership and Job
+// semantics; see Options.ControllerManager.
 package testenv
 
 import (
@@ -23,7 +28,7 @@ import (
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
-// Env is a running API server with the project's CRDs.
+// Env is a running API server with the CRDs installed.
 type Env struct {
 	// Config reaches the API server as an admin.
 	Config *rest.Config
@@ -31,6 +36,24 @@ type Env struct {
 	Client client.Client
 
 	env *envtest.Environment
+	kcm *ControllerManager
+}
+
+// Options say what Start runs besides the API server. The zero value runs
+// the API server and etcd only.
+type Options struct {
+	// ExtraCRDPaths are installed with the default CRDs (CRDPaths); files
+	// and folders are both accepted.
+	ExtraCRDPaths []string
+	// Cozystack installs Cozystack's own backups.cozystack.io and
+	// strategy.backups.cozystack.io CRDs (CozystackCRDPath) instead of the
+	// driver's, to run the driver on the schema a Cozystack cluster serves.
+	Cozystack bool
+	// ControllerManager runs bin/kube-controller-manager with
+	// DefaultControllers once the CRDs are installed, so that owner
+	// references are garbage-collected, Jobs get Pods and deadlines, and
+	// PVCs lose their protection finalizer when deleted.
+	ControllerManager bool
 }
 
 // RepoRoot returns the repository's top folder (where go.mod is).
@@ -42,29 +65,59 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// CRDPaths are the folders whose CRDs every test environment installs: ours
-// and the test mirrors of the external kinds.
+// CRDPaths are the folders whose CRDs every test environment installs:
+// this project's CRDs, the etcd-operator's and Flux's upstream CRDs, and the
+// small test CRDs of the Kamaji DataStore and the Cozystack Etcd
+// application.
 func CRDPaths() []string {
 	root := RepoRoot()
 	return []string{
 		filepath.Join(root, "config", "crd", "bases"),
 		filepath.Join(root, "config", "crd", "external"),
+		filepath.Join(root, "config", "crd", "upstream", "etcd-operator"),
+		filepath.Join(root, "config", "crd", "upstream", "flux"),
 	}
 }
 
-// Start boots kube-apiserver and etcd from bin/ and installs the CRDs. Extra
-// CRD folders (for example cert-manager's) may be added.
-func Start(extraCRDPaths ...string) (*Env, error) {
-	bin := filepath.Join(RepoRoot(), "bin")
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			return nil, fmt.Errorf("testenv: %s is missing from %s; run `make envtest-bins` (or `make test`, which builds it): %w", name, bin, err)
+// CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and
+// strategy.backups.cozystack.io CRDs, as Cozystack installs them. No suite
+// installs it by default (config/crd/bases serves those groups); a suite
+// that runs the driver on Cozystack's schema starts with these instead.
+func CozystackCRDPath() string {
+	return filepath.Join(RepoRoot(), "config", "crd", "upstream", "cozystack")
+}
+
+// binDir is where `make envtest-bins` puts the binaries.
+func binDir() string { return filepath.Join(RepoRoot(), "bin") }
+
+func requireBinaries(names ...string) error {
+	for _, name := range names {
+		if _, err := os.Stat(filepath.Join(binDir(), name)); err != nil {
+			return fmt.Errorf("testenv: %s is missing from %s; run `make envtest-bins` (or `make test`, which builds it): %w", name, binDir(), err)
 		}
 	}
+	return nil
+}
+
+// Start boots kube-apiserver and etcd from bin/ and installs the CRDs.
+// Extra CRD folders or files (for example cert-manager's) may be added.
+func Start(extraCRDPaths ...string) (*Env, error) {
+	return StartWith(Options{ExtraCRDPaths: extraCRDPaths})
+}
+
+// StartWith boots an Env as o says.
+func StartWith(o Options) (*Env, error) {
+	if err := requireBinaries("kube-apiserver", "etcd"); err != nil {
+		return nil, err
+	}
+	paths := CRDPaths()
+	if o.Cozystack {
+		paths[0] = CozystackCRDPath()
+	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     append(CRDPaths(), extraCRDPaths...),
+		CRDDirectoryPaths:     append(paths, o.ExtraCRDPaths...),
 		ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: bin,
+		BinaryAssetsDirectory: binDir(),
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -78,7 +131,13 @@ func Start(extraCRDPaths ...string) (*Env, error) {
 	if err := c.Create(context.Background(), ns); err != nil {
 		return nil, errors.Join(fmt.Errorf("testenv: create the driver's namespace: %w", err), env.Stop())
 	}
-	return &Env{Config: cfg, Client: c, env: env}, nil
+	e := &Env{Config: cfg, Client: c, env: env}
+	if o.ControllerManager {
+		if err := e.StartControllerManager(); err != nil {
+			return nil, errors.Join(err, e.Stop())
+		}
+	}
+	return e, nil
 }
 
 // DriverNamespace is the driver's own namespace every Env has (the
@@ -89,9 +148,31 @@ const DriverNamespace = "etcd-backup-driver"
 // tests run on loopback.
 var LoopbackCIDRs = []string{"127.0.0.0/8"}
 
-// Stop ends the API server and etcd.
+// StartControllerManager runs the real kube-controller-manager against this
+// Env with DefaultControllers, and waits until its garbage collector
+// collects; Stop ends it. Call it after every CRD whose objects must be
+// garbage-collected is installed: the collector discovers resources when it
+// starts (and again only every 30 seconds).
+func (e *Env) StartControllerManager() error {
+	if e.kcm != nil {
+		return nil
+	}
+	kcm, err := StartControllerManager(e.Config, DefaultControllers...)
+	if err != nil {
+		return err
+	}
+	e.kcm = kcm
+	return nil
+}
+
+// Stop ends the controller manager (if any), the API server and etcd.
 func (e *Env) Stop() error {
-	return e.env.Stop()
+	var errs []error
+	if e.kcm != nil {
+		errs = append(errs, e.kcm.Stop())
+		e.kcm = nil
+	}
+	return errors.Join(append(errs, e.env.Stop())...)
 }
 
 // Run is a TestMain body: it starts an Env, hands it to setup, runs the
@@ -99,12 +180,13 @@ func (e *Env) Stop() error {
 //
 // Controller logs are discarded unless TEST_LOGS=1.
 func Run(m interface{ Run() int }, setup func(*Env)) int {
-	logs := io.Discard
-	if os.Getenv("TEST_LOGS") == "1" {
-		logs = os.Stderr
-	}
-	ctrllog.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	env, err := Start()
+	return RunWith(m, Options{}, setup)
+}
+
+// RunWith is Run with Options (for example ControllerManager: true).
+func RunWith(m interface{ Run() int }, o Options, setup func(*Env)) int {
+	SetupLogs()
+	env, err := StartWith(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -115,4 +197,19 @@ func Run(m interface{ Run() int }, setup func(*Env)) int {
 		fmt.Fprintln(os.Stderr, "testenv: stop:", err)
 	}
 	return code
+}
+
+// SetupLogs points controller-runtime's logger at stderr when TEST_LOGS=1
+// and discards its output otherwise.
+func SetupLogs() {
+	ctrllog.SetLogger(zap.New(zap.WriteTo(LogWriter()), zap.UseDevMode(true)))
+}
+
+// LogWriter is where test helpers send process and controller logs: stderr
+// when TEST_LOGS=1, nowhere otherwise.
+func LogWriter() io.Writer {
+	if os.Getenv("TEST_LOGS") == "1" {
+		return os.Stderr
+	}
+	return io.Discard
 }

@@ -54,7 +54,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	sb, err = sandbox.Start(sandbox.Options{
-		ProgressDeadline: 45 * time.Second,
 		Driver: func(o *manager.Options) {
 			o.BackupDeadline = 3 * time.Minute
 			o.RestoreDeadline = 3 * time.Minute

@@ -19,6 +19,10 @@ import (
 
 var sb *sandbox.Sandbox
 
+// snapshotJobDeadline replaces the operator's 1800s activeDeadlineSeconds on
+// snapshot Jobs, so that a snapshot that cannot start fails within a test.
+const snapshotJobDeadline = 20 * time.Second
+
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -31,9 +35,7 @@ func run(m *testing.M) int {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
 	var err error
 	sb, err = sandbox.Start(sandbox.Options{
-		// Short enough that a restore from a wrong key fails within the
-		// test, long enough for a healthy bootstrap on a busy machine.
-		ProgressDeadline: 45 * time.Second,
+		SnapshotJobDeadline: snapshotJobDeadline,
 		Driver: func(o *manager.Options) {
 			o.BackupDeadline = 3 * time.Minute
 			o.RestoreDeadline = 3 * time.Minute
