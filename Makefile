@@ -13,16 +13,26 @@ all: build
 ##@ Generation
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code.
-	$(CONTROLLER_GEN) object paths=./api/...
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the sandbox's EtcdMember view).
+	$(CONTROLLER_GEN) object paths=./api/... paths=./internal/sandbox/etcdmember/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Regenerate CRDs (ours and the test mirrors) and RBAC.
+manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
 	rm -rf config/crd/bases config/crd/external
 	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) crd paths=./api/etcdoperator/... paths=./api/apps/... paths=./api/kamaji/... \
-		paths=github.com/fluxcd/helm-controller/api/v2 output:crd:artifacts:config=config/crd/external
+	$(CONTROLLER_GEN) crd paths=./api/apps/... paths=./api/kamaji/... output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
+
+# Flux's HelmRelease CRD as helm-controller v1.4.0 ships it (the newest root
+# module version the Go proxy serves). The etcd-operator and Cozystack CRDs in
+# config/crd/upstream are vendored by hand (see its README): those projects
+# are not served by the proxy.
+FLUX_HELM_CONTROLLER := github.com/fluxcd/helm-controller@v1.4.0
+
+.PHONY: upstream-crds
+upstream-crds: ## Copy the released Flux HelmRelease CRD and its licence from the Go module cache into config/crd/upstream/flux.
+	dir=$$(go mod download -json $(FLUX_HELM_CONTROLLER) | jq -r .Dir) && \
+	install -m 0644 $$dir/config/crd/bases/helm.toolkit.fluxcd.io_helmreleases.yaml $$dir/LICENSE config/crd/upstream/flux/
 
 CHARTS := charts/etcd charts/etcd-backup-driver
 DRIVER_CHART := charts/etcd-backup-driver
@@ -51,8 +61,14 @@ $(BIN)/kube-apiserver: $(TOOLS)/go.mod $(TOOLS)/cmd/kube-apiserver/main.go
 $(BIN)/etcd: $(TOOLS)/go.mod $(TOOLS)/cmd/etcd/main.go
 	cd $(TOOLS) && go build -o $@ ./cmd/etcd
 
+# The garbage collector, Job and PVC-protection controllers for the sandbox
+# and the suites that need ownership semantics. Built after kube-apiserver, it
+# reuses most of its compiled packages.
+$(BIN)/kube-controller-manager: $(TOOLS)/go.mod $(TOOLS)/cmd/kube-controller-manager/main.go
+	cd $(TOOLS) && go build -o $@ ./cmd/kube-controller-manager
+
 .PHONY: envtest-bins
-envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd ## Build kube-apiserver and etcd from source into bin/ (reused when present).
+envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager from source into bin/ (reused when present).
 
 .PHONY: tools
 tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests use.
