@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"fmt"
+
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,14 +19,38 @@ const EventSource = "etcd-backup-driver"
 // setupFunc registers one controller (with its watches and indexes) on mgr.
 type setupFunc func(mgr ctrl.Manager, o Options, d deps) error
 
-// controllers lists every controller the driver runs, in registration order.
-// Each entry lives in its own package under internal/.
-var controllers = []setupFunc{
-	setupBackupJobs,
-	setupRestores,
-	setupPlans,
-	setupBackupDeletion,
-	setupBackupMetrics,
+// controllers lists every controller the driver runs, by the name
+// --disable-controllers knows it by, in registration order. Each lives in
+// its own package under internal/.
+var controllers = []struct {
+	name  string
+	setup setupFunc
+}{
+	{"backupjob", setupBackupJobs},
+	{"restore", setupRestores},
+	{"plan", setupPlans},
+	{"backupdeletion", setupBackupDeletion},
+	{"metrics", setupBackupMetrics},
+}
+
+// enabled is the controllers o leaves on; an unknown name is an error.
+func enabled(o Options) ([]setupFunc, error) {
+	off := map[string]bool{}
+	for _, n := range o.DisabledControllers {
+		off[n] = true
+	}
+	var on []setupFunc
+	for _, c := range controllers {
+		if off[c.name] {
+			delete(off, c.name)
+			continue
+		}
+		on = append(on, c.setup)
+	}
+	for n := range off {
+		return nil, fmt.Errorf("--disable-controllers: unknown controller %q (known: backupjob, restore, plan, backupdeletion, metrics)", n)
+	}
+	return on, nil
 }
 
 func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {

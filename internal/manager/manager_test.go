@@ -29,7 +29,11 @@ func TestFlagsOverrideDefaults(t *testing.T) {
 	o := DefaultOptions()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	o.BindFlags(fs)
-	g.Expect(fs.Parse([]string{"--leader-elect", "--max-concurrent-reconciles=7", "--backup-deadline=90s", "--metrics-bind-address=0"})).To(Succeed())
+	g.Expect(fs.Parse([]string{"--leader-elect", "--max-concurrent-reconciles=7", "--backup-deadline=90s", "--metrics-bind-address=0",
+		"--kube-api-qps=55.5", "--kube-api-burst=99", "--disable-controllers=plan, metrics"})).To(Succeed())
+	g.Expect(o.DisabledControllers).To(Equal([]string{"plan", "metrics"}))
+	g.Expect(o.KubeAPIQPS).To(Equal(55.5))
+	g.Expect(o.KubeAPIBurst).To(Equal(99))
 	g.Expect(o.LeaderElect).To(BeTrue())
 	g.Expect(o.MaxConcurrentReconciles).To(Equal(7))
 	g.Expect(o.BackupDeadline).To(Equal(90 * time.Second))
@@ -70,4 +74,13 @@ func TestManagerServesProbesAndMetrics(t *testing.T) {
 	}
 	cancel()
 	g.Eventually(done).WithTimeout(20 * time.Second).Should(Receive(BeNil()))
+}
+
+func TestDisableControllers(t *testing.T) {
+	g := NewWithT(t)
+	on, err := enabled(Options{DisabledControllers: []string{"plan"}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(on).To(HaveLen(len(controllers) - 1))
+	_, err = enabled(Options{DisabledControllers: []string{"plans"}})
+	g.Expect(err).To(MatchError(ContainSubstring(`unknown controller "plans"`)))
 }

@@ -30,6 +30,11 @@ type Options struct {
 	LeaderElectionNamespace string
 	// MaxConcurrentReconciles bounds parallel reconciles per controller.
 	MaxConcurrentReconciles int
+	// KubeAPIQPS and KubeAPIBurst bound the driver's client-side request
+	// rate to the API server (the server's priority and fairness still
+	// applies); zero keeps the rest config's own values.
+	KubeAPIQPS   float64
+	KubeAPIBurst int
 	// BackupDeadline bounds how long a BackupJob may wait or run.
 	BackupDeadline time.Duration
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
@@ -47,6 +52,9 @@ type Options struct {
 	// S3CAFile is a PEM bundle of CAs that https S3 endpoints may chain to,
 	// besides the system's (an S3 service with a private CA).
 	S3CAFile string
+	// DisabledControllers names controllers not to run ("plan" leaves
+	// Plans to Cozystack's own scheduler).
+	DisabledControllers []string
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests and the sandbox start and stop managers repeatedly). No flag.
 	SkipControllerNameValidation bool
@@ -85,6 +93,10 @@ func DefaultOptions() Options {
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
 		MaxConcurrentReconciles: 4,
+		// A thousand tenants backing up at once cost about ten thousand
+		// requests; client-go's 20/30 would spread them over minutes.
+		KubeAPIQPS:   200,
+		KubeAPIBurst: 400,
 		// Not shorter than the etcd-operator's snapshot Job deadline
 		// (1800s): a job never gives up on a snapshot that may still land.
 		BackupDeadline:   30 * time.Minute,
@@ -106,6 +118,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Namespace of the leader-election Lease (default: the pod's namespace).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
 		"How many objects each controller reconciles in parallel.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,
+		"Requests per second the driver may send the API server (client-side limit; 0 keeps client-go's default).")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst,
+		"Requests the driver may send the API server in a burst above --kube-api-qps.")
 	fs.DurationVar(&o.BackupDeadline, "backup-deadline", o.BackupDeadline,
 		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
 	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
@@ -116,14 +132,27 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Secret in the driver's namespace holding the keys that sign Backups; created when missing.")
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
+	fs.Func("disable-controllers",
+		"Comma-separated controllers not to run: backupjob, restore, plan, backupdeletion, metrics (plan leaves Plans to another scheduler).",
+		func(v string) error {
+			o.DisabledControllers = append(o.DisabledControllers, splitList(v)...)
+			return nil
+		})
 	fs.Func("allowed-endpoint-cidrs",
 		"Comma-separated address ranges S3 endpoints may reach although denied by default (loopback, link-local, metadata); for test setups only.",
 		func(v string) error {
-			for _, c := range strings.Split(v, ",") {
-				if c = strings.TrimSpace(c); c != "" {
-					o.AllowedEndpointCIDRs = append(o.AllowedEndpointCIDRs, c)
-				}
-			}
+			o.AllowedEndpointCIDRs = append(o.AllowedEndpointCIDRs, splitList(v)...)
 			return nil
 		})
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

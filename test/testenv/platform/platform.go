@@ -105,34 +105,41 @@ func (p *Platform) NewTenant(t *testing.T, name string) *Tenant {
 	t.Helper()
 	g := NewWithT(t)
 	tn := &Tenant{T: t, G: g, Ctx: context.Background(), NS: name + "-" + rand.String(5), p: p}
+	tn.Create(p.TenantObjects(tn.NS)...)
+	g.Expect(testenv.MarkHealthy(tn.Ctx, tn.p.Client, client.ObjectKey{Namespace: tn.NS, Name: "etcd"})).To(Succeed())
+	tn.Op = testenv.StartOperator(t, tn.p.Client, tn.NS, tn.p.S3)
+	return tn
+}
+
+// TenantObjects are what a tenant namespace ns holds before the driver
+// acts, in creation order: the namespace, the credentials Secret, the
+// application, a three-member EtcdCluster (its status still to be marked
+// healthy), its HelmRelease and member PVCs.
+func (p *Platform) TenantObjects(ns string) []client.Object {
 	replicas := int32(3)
 	size := resource.MustParse("1Gi")
-	cluster := &etcdv1alpha2.EtcdCluster{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "etcd", Labels: map[string]string{"helm.toolkit.fluxcd.io/name": "etcd"}},
-		Spec:       etcdv1alpha2.EtcdClusterSpec{Version: "3.6.11", Replicas: &replicas, Storage: &etcdv1alpha2.StorageSpec{Size: &size}},
-	}
 	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.NS}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: CredsSecret},
-			StringData: map[string]string{"AWS_ACCESS_KEY_ID": tn.p.Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": tn.p.Creds.SecretAccessKey}},
-		&appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "etcd"}},
-		cluster,
-		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "etcd"}, Spec: helmv2.HelmReleaseSpec{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CredsSecret},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": p.Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": p.Creds.SecretAccessKey}},
+		&appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}},
+		&etcdv1alpha2.EtcdCluster{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd", Labels: map[string]string{"helm.toolkit.fluxcd.io/name": "etcd"}},
+			Spec:       etcdv1alpha2.EtcdClusterSpec{Version: "3.6.11", Replicas: &replicas, Storage: &etcdv1alpha2.StorageSpec{Size: &size}},
+		},
+		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}, Spec: helmv2.HelmReleaseSpec{
 			Interval: metav1.Duration{Duration: time.Minute},
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 				Chart: "etcd", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "cozystack"}}}}},
 	}
 	for i := range 3 {
 		objs = append(objs, &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: fmt.Sprintf("data-etcd-%d", i), Labels: map[string]string{"app.kubernetes.io/instance": "etcd"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-etcd-%d", i), Labels: map[string]string{"app.kubernetes.io/instance": "etcd"}},
 			Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}}},
 		})
 	}
-	tn.Create(objs...)
-	g.Expect(testenv.MarkHealthy(tn.Ctx, tn.p.Client, client.ObjectKeyFromObject(cluster))).To(Succeed())
-	tn.Op = testenv.StartOperator(t, tn.p.Client, tn.NS, tn.p.S3)
-	return tn
+	return objs
 }
 
 // Create creates objects as an admin.

@@ -1,0 +1,222 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
+)
+
+// driver is the manager binary running against the bench's API server.
+type driver struct {
+	cmd     *exec.Cmd
+	metrics string
+}
+
+// usage is what the driver process has spent so far.
+type usage struct {
+	cpu      time.Duration // user + system
+	rss, hwm int64         // resident set now and at its peak, bytes
+	requests float64       // API requests sent (rest_client_requests_total)
+	byMethod map[string]float64
+}
+
+// perOp is what happened between u0 and u, per operation out of n: the
+// requests by method, e.g. "GET 1.0 PATCH 3.0 POST 4.0".
+func perOp(u0, u usage, n int) string {
+	var parts []string
+	for _, m := range []string{"GET", "LIST", "POST", "PUT", "PATCH", "DELETE"} {
+		if d := u.byMethod[m] - u0.byMethod[m]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.1f", m, d/float64(n)))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// startDriver runs bin/manager (built by `make bench`) as the chart does,
+// with only loopback S3 allowed, until b ends. BENCH_DRIVER_ARGS adds flags;
+// BENCH_MANAGER_LOG keeps its log at that path.
+func startDriver(b *testing.B) *driver {
+	b.Helper()
+	bin := filepath.Join(testenv.RepoRoot(), "bin", "manager")
+	if _, err := os.Stat(bin); err != nil {
+		b.Fatalf("%s is missing: run `make bench` (it builds the manager first)", bin)
+	}
+	dir := b.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := testenv.WriteKubeconfig(env.Config, kubeconfig); err != nil {
+		b.Fatal(err)
+	}
+	port := freePort(b)
+	args := []string{
+		"--namespace=" + testenv.DriverNamespace,
+		"--allowed-endpoint-cidrs=127.0.0.1/32",
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port),
+		"--health-probe-bind-address=0",
+		"--zap-log-level=error",
+	}
+	args = append(args, strings.Fields(os.Getenv("BENCH_DRIVER_ARGS"))...)
+	logPath := filepath.Join(dir, "manager.log")
+	if p := os.Getenv("BENCH_MANAGER_LOG"); p != "" {
+		logPath = p
+	}
+	logs, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	d := &driver{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		_ = logs.Close()
+		if b.Failed() {
+			if out, err := os.ReadFile(logs.Name()); err == nil {
+				b.Logf("manager log:\n%s", out)
+			}
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, err := d.scrape(); err == nil {
+			return d
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the manager serves no metrics at %s", d.metrics)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// usage reads the process's CPU time and memory from /proc and its request
+// count from its metrics.
+func (d *driver) usage(b *testing.B) usage {
+	b.Helper()
+	var u usage
+	var err error
+	if u.requests, u.byMethod, err = d.scrape(); err != nil {
+		b.Fatal(err)
+	}
+	pid := d.cmd.Process.Pid
+	if _, _, u.cpu, err = procStat(pid); err != nil {
+		b.Fatal(err)
+	}
+	status, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer status.Close()
+	sc := bufio.NewScanner(status)
+	for sc.Scan() {
+		name, val, _ := strings.Cut(sc.Text(), ":")
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		switch name {
+		case "VmRSS":
+			u.rss = kb << 10
+		case "VmHWM":
+			u.hwm = kb << 10
+		}
+	}
+	return u
+}
+
+// platformCPU is the CPU time the API server and etcd (the bench's child
+// processes) have spent so far.
+func platformCPU(b *testing.B) time.Duration {
+	b.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, ppid, cpu, err := procStat(pid)
+		if err == nil && ppid == os.Getpid() && (comm == "kube-apiserver" || comm == "etcd") {
+			total += cpu
+		}
+	}
+	return total
+}
+
+// procStat reads a process's command name, parent and CPU time (user +
+// system) from /proc/<pid>/stat.
+func procStat(pid int) (comm string, ppid int, cpu time.Duration, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, err
+	}
+	open, end := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+	if open < 0 || end < open {
+		return "", 0, 0, fmt.Errorf("/proc/%d/stat: malformed", pid)
+	}
+	// After the name: state, ppid, ... utime and stime are the 12th and
+	// 13th fields, in clock ticks (100 per second).
+	fields := strings.Fields(string(stat[end+2:]))
+	ppid, _ = strconv.Atoi(fields[1])
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return string(stat[open+1 : end]), ppid, time.Duration(utime+stime) * 10 * time.Millisecond, nil
+}
+
+// scrape sums rest_client_requests_total over every code, method and
+// host, and per method.
+func (d *driver) scrape() (float64, map[string]float64, error) {
+	resp, err := http.Get(d.metrics)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, nil, fmt.Errorf("metrics: %s", resp.Status)
+	}
+	var sum float64
+	byMethod := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			return 0, nil, fmt.Errorf("metrics: %q: %w", line, err)
+		}
+		sum += v
+		if _, rest, ok := strings.Cut(line, `method="`); ok {
+			m, _, _ := strings.Cut(rest, `"`)
+			byMethod[m] += v
+		}
+	}
+	return sum, byMethod, sc.Err()
+}
+
+func freePort(b *testing.B) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
