@@ -98,8 +98,9 @@ vet: ## go vet the module and test/alerts.
 	cd $(ALERTS_MODULE) && go vet ./...
 
 .PHONY: bench
-bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once) and print the figures.
+bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once) and the sandbox stand-in's three-member start, and print the figures.
 	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 60m
+	go test ./internal/sandbox/operator -run '^$$' -bench ThreeMemberStart -benchtime 5x
 
 .PHONY: test
 test: envtest-bins ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).

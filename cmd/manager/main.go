@@ -13,17 +13,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/memlimit"
 )
 
 func main() {
 	opts := manager.DefaultOptions()
 	opts.BindFlags(flag.CommandLine)
+	memRatio := flag.Float64("memory-limit-ratio", 0.9,
+		"Set the Go runtime's soft memory limit to this share of the container's memory limit (cgroup), unless GOMEMLIMIT is set; 0 disables.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if soft, err := memlimit.Apply("/sys/fs/cgroup", *memRatio); err != nil {
+		log.Error(err, "set the Go memory limit")
+		os.Exit(1)
+	} else if soft > 0 {
+		log.Info("Go memory limit set from the container's", "bytes", soft, "ratio", *memRatio)
+	}
 
 	cfg, err := ctrl.GetConfig()
 	if err != nil {

@@ -65,6 +65,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Scheme:                  driverscheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: o.LeaderElectionNamespace,

@@ -23,6 +23,9 @@ type Options struct {
 	MetricsAddr string
 	// ProbeAddr is where /healthz and /readyz are served; "0" disables them.
 	ProbeAddr string
+	// PprofAddr is where Go's /debug/pprof endpoints are served; "0"
+	// (the default) disables them.
+	PprofAddr string
 	// LeaderElect makes replicas elect one active leader.
 	LeaderElect bool
 	// LeaderElectionNamespace holds the leader Lease; empty means the
@@ -92,6 +95,7 @@ func DefaultOptions() Options {
 	return Options{
 		MetricsAddr:             ":8080",
 		ProbeAddr:               ":8081",
+		PprofAddr:               "0",
 		MaxConcurrentReconciles: 4,
 		// A thousand tenants backing up at once cost about ten thousand
 		// requests; client-go's 20/30 would spread them over minutes.
@@ -112,6 +116,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		`Address the Prometheus metrics endpoint binds to; "0" disables it.`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr,
 		`Address the /healthz and /readyz endpoints bind to; "0" disables them.`)
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr,
+		`Address Go's /debug/pprof profiling endpoints bind to; "0" disables them (the default).`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect,
 		"Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,

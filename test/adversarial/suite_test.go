@@ -13,20 +13,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/minio/minio-go/v7"
-
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
 var (
-	env   *testenv.Env
-	plat  *platform.Platform
-	s3srv *s3server.Server
-	s3c   *minio.Client
-	// s3Creds are the platform's S3 keys, copied into every tenant.
-	s3Creds = s3server.Credentials{AccessKeyID: "platform-key", SecretAccessKey: "platform-secret-key"}
+	env  *testenv.Env
+	plat *platform.Platform
 )
 
 func TestMain(m *testing.M) {
@@ -40,17 +33,11 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if s3srv, err = s3server.Start(dir, s3Creds, platform.Bucket); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if s3c, err = testenv.S3Client(s3srv.URL, s3Creds.AccessKeyID, s3Creds.SecretAccessKey); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	return testenv.Run(m, func(e *testenv.Env) {
 		env = e
-		plat = &platform.Platform{Client: e.Client, S3URL: s3srv.URL, S3: s3c, Creds: s3Creds}
+		if plat, err = platform.New(e.Client, dir); err != nil {
+			panic(err)
+		}
 		plat.Start(e.Config, nil)
 	})
 }

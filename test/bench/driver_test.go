@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +22,7 @@ import (
 type driver struct {
 	cmd     *exec.Cmd
 	metrics string
+	pprof   string
 }
 
 // usage is what the driver process has spent so far.
@@ -29,6 +31,7 @@ type usage struct {
 	rss, hwm int64         // resident set now and at its peak, bytes
 	requests float64       // API requests sent (rest_client_requests_total)
 	byMethod map[string]float64
+	heap     int64 // Go heap allocated (live, right after a collection)
 }
 
 // perOp is what happened between u0 and u, per operation out of n: the
@@ -44,7 +47,8 @@ func perOp(u0, u usage, n int) string {
 }
 
 // startDriver runs bin/manager (built by `make bench`) as the chart does,
-// with only loopback S3 allowed, until b ends. BENCH_DRIVER_ARGS adds flags;
+// with only loopback S3 allowed, until b ends. BENCH_DRIVER_ARGS adds flags and
+// BENCH_DRIVER_ENV (KEY=VALUE ...) environment variables;
 // BENCH_MANAGER_LOG keeps its log at that path.
 func startDriver(b *testing.B) *driver {
 	b.Helper()
@@ -57,8 +61,9 @@ func startDriver(b *testing.B) *driver {
 	if err := testenv.WriteKubeconfig(env.Config, kubeconfig); err != nil {
 		b.Fatal(err)
 	}
-	port := freePort(b)
+	port, pprofPort := freePort(b), freePort(b)
 	args := []string{
+		"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(pprofPort),
 		"--namespace=" + testenv.DriverNamespace,
 		"--allowed-endpoint-cidrs=127.0.0.1/32",
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port),
@@ -75,12 +80,13 @@ func startDriver(b *testing.B) *driver {
 		b.Fatal(err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), strings.Fields(os.Getenv("BENCH_DRIVER_ENV"))...)
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	d := &driver{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
+	d := &driver{cmd: cmd, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
+		pprof: fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pprofPort)}
 	b.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
@@ -93,7 +99,7 @@ func startDriver(b *testing.B) *driver {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, _, err := d.scrape(); err == nil {
+		if _, _, _, err := d.scrape(); err == nil {
 			return d
 		}
 		if time.Now().After(deadline) {
@@ -109,7 +115,7 @@ func (d *driver) usage(b *testing.B) usage {
 	b.Helper()
 	var u usage
 	var err error
-	if u.requests, u.byMethod, err = d.scrape(); err != nil {
+	if u.requests, u.byMethod, u.heap, err = d.scrape(); err != nil {
 		b.Fatal(err)
 	}
 	pid := d.cmd.Process.Pid
@@ -133,6 +139,31 @@ func (d *driver) usage(b *testing.B) usage {
 		}
 	}
 	return u
+}
+
+// collect has the driver run a garbage collection (by taking a heap
+// profile), so that the next usage shows its live heap. The profile goes to
+// $BENCH_HEAP_PROFILE when set (read it with go tool pprof bin/manager FILE).
+func (d *driver) collect(b *testing.B) {
+	b.Helper()
+	resp, err := http.Get(d.pprof + "/heap?gc=1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := io.Discard
+	if path := os.Getenv("BENCH_HEAP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		out = f
+		b.Logf("heap profile of the driver: %s", path)
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // platformCPU is the CPU time the API server and etcd (the bench's child
@@ -178,36 +209,40 @@ func procStat(pid int) (comm string, ppid int, cpu time.Duration, err error) {
 }
 
 // scrape sums rest_client_requests_total over every code, method and
-// host, and per method.
-func (d *driver) scrape() (float64, map[string]float64, error) {
+// host, and per method, and reads the Go heap's allocated bytes.
+func (d *driver) scrape() (requests float64, byMethod map[string]float64, heap int64, err error) {
 	resp, err := http.Get(d.metrics)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, nil, fmt.Errorf("metrics: %s", resp.Status)
+		return 0, nil, 0, fmt.Errorf("metrics: %s", resp.Status)
 	}
-	var sum float64
-	byMethod := map[string]float64{}
+	byMethod = map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
+		isRequests := strings.HasPrefix(line, "rest_client_requests_total{")
+		if !isRequests && !strings.HasPrefix(line, "go_memstats_heap_alloc_bytes ") {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
-			return 0, nil, fmt.Errorf("metrics: %q: %w", line, err)
+			return 0, nil, 0, fmt.Errorf("metrics: %q: %w", line, err)
 		}
-		sum += v
+		if !isRequests {
+			heap = int64(v)
+			continue
+		}
+		requests += v
 		if _, rest, ok := strings.Cut(line, `method="`); ok {
 			m, _, _ := strings.Cut(rest, `"`)
 			byMethod[m] += v
 		}
 	}
-	return sum, byMethod, sc.Err()
+	return requests, byMethod, heap, sc.Err()
 }
 
 func freePort(b *testing.B) int {

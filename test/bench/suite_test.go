@@ -7,7 +7,8 @@
 //
 // Run it with `make bench`. Sizes come from the environment:
 // BENCH_TENANTS (1000), BENCH_BACKUPS (10000 in all), BENCH_RESTORES (20),
-// BENCH_OPERATOR_DELAY (2s) and BENCH_DRIVER_ARGS (extra manager flags).
+// BENCH_OPERATOR_DELAY (2s), BENCH_DRIVER_ARGS (extra manager flags) and
+// BENCH_DRIVER_ENV (its environment, e.g. GOMEMLIMIT=150MiB).
 // Plain `go test` runs only the unit tests of the harness itself.
 package bench
 
@@ -21,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
@@ -51,17 +51,6 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	creds := s3server.Credentials{AccessKeyID: "platform-key", SecretAccessKey: "platform-secret-key"}
-	srv, err := s3server.Start(dir, creds, platform.Bucket)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	s3c, err := testenv.S3Client(srv.URL, creds.AccessKeyID, creds.SecretAccessKey)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	return testenv.Run(thenStop{m, stop}, func(e *testenv.Env) {
 		env = e
@@ -70,11 +59,13 @@ func run(m *testing.M) int {
 		if fast, err = client.New(cfg, client.Options{Scheme: driverscheme.New()}); err != nil {
 			panic(err)
 		}
-		plat = &platform.Platform{Client: fast, S3URL: srv.URL, S3: s3c, Creds: creds}
+		if plat, err = platform.New(fast, dir); err != nil {
+			panic(err)
+		}
 		if err := plat.Create(context.Background()); err != nil {
 			panic(err)
 		}
-		if op, err = startOperator(ctx, cfg, s3c, envDuration("BENCH_OPERATOR_DELAY", defaultOperatorDelay)); err != nil {
+		if op, err = startOperator(ctx, cfg, plat.S3, envDuration("BENCH_OPERATOR_DELAY", defaultOperatorDelay)); err != nil {
 			panic(err)
 		}
 	})

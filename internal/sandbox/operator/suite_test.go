@@ -110,13 +110,13 @@ func run(m *testing.M) int {
 
 // tenant is a fresh namespace for one test.
 type tenant struct {
-	t   *testing.T
+	t   testing.TB
 	g   *WithT
 	ctx context.Context
 	ns  string
 }
 
-func newTenant(t *testing.T) *tenant {
+func newTenant(t testing.TB) *tenant {
 	t.Helper()
 	tn := &tenant{t: t, g: NewWithT(t), ctx: context.Background(), ns: "conf-" + rand.String(6)}
 	tn.g.Expect(k8s.Create(tn.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.ns}})).To(Succeed())

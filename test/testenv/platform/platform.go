@@ -278,3 +278,20 @@ func (tn *Tenant) HelmRelease() *helmv2.HelmRelease {
 	tn.Get(hr)
 	return hr
 }
+
+// DefaultCreds are the platform's S3 keys, copied into every tenant.
+var DefaultCreds = s3server.Credentials{AccessKeyID: "platform-key", SecretAccessKey: "platform-secret-key"}
+
+// New starts a plain-http S3 server in dir with the platform's bucket and
+// returns a Platform on it for c (not yet created: see Create and Start).
+func New(c client.Client, dir string) (*Platform, error) {
+	srv, err := s3server.Start(dir, DefaultCreds, Bucket)
+	if err != nil {
+		return nil, err
+	}
+	s3c, err := testenv.S3Client(srv.URL, DefaultCreds.AccessKeyID, DefaultCreds.SecretAccessKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Platform{Client: c, S3URL: srv.URL, S3: s3c, Creds: DefaultCreds}, nil
+}
