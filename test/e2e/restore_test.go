@@ -10,6 +10,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +23,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Without a suspend, the helm-controller stand-in puts a deleted EtcdCluster
