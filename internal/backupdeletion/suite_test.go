@@ -87,15 +87,7 @@ func (h *harness) reconcile(b *backupsv1alpha1.Backup) error {
 }
 
 func (h *harness) events() string {
-	var out []string
-	for {
-		select {
-		case e := <-h.rec.Events:
-			out = append(out, e)
-		default:
-			return strings.Join(out, "\n")
-		}
-	}
+	return strings.Join(testenv.Drain(h.rec.Events), "\n")
 }
 
 func newNamespace(g Gomega) string {

@@ -45,15 +45,7 @@ func (h *harness) reconcile(p *backupsv1alpha1.Plan) (ctrl.Result, error) {
 
 // events returns the Events emitted since the last call.
 func (h *harness) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	return testenv.Drain(h.rec.Events)
 }
 
 func containing(evs []string, sub string) []string {

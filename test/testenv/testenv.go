@@ -213,3 +213,17 @@ func LogWriter() io.Writer {
 	}
 	return io.Discard
 }
+
+// Drain returns the Events a fake recorder holds (its Events channel),
+// emptying it, without waiting for more.
+func Drain(events chan string) []string {
+	var out []string
+	for {
+		select {
+		case e := <-events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
