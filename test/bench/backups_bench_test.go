@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -16,10 +19,17 @@ import (
 // latency the driver adds over the operator's time (from the job's create
 // to its Succeeded, minus the operator's time on the job's snapshot), the
 // driver's CPU time and its API requests per backup; the end gives its
-// memory with every Backup (and job and snapshot) in its caches.
+// memory with every Backup (and its snapshot) in its caches. Between
+// rounds the jobs older than the last BENCH_JOB_HISTORY rounds (3, a Plan's
+// default successfulJobsHistoryLimit; 0 keeps them all) are deleted, as a
+// Plan's history limit would.
 func BenchmarkBackups(b *testing.B) {
 	n := envInt("BENCH_TENANTS", 1000)
 	total := envInt("BENCH_BACKUPS", 10*n)
+	history := envInt("BENCH_JOB_HISTORY", 3)
+	if os.Getenv("BENCH_JOB_HISTORY") == "0" {
+		history = 0
+	}
 	rounds := max(1, (total+n-1)/n)
 	tenants := createTenants(b, "bk", n)
 	jobs := watchFinish(b, &backupsv1alpha1.BackupJob{}, backupJobEnded)
@@ -44,6 +54,9 @@ func BenchmarkBackups(b *testing.B) {
 			r+1, n, wall.Round(time.Millisecond), percentile(over, 50).Round(time.Millisecond), percentile(over, 99).Round(time.Millisecond),
 			percentile(lead, 50).Round(time.Millisecond), percentile(tail, 50).Round(time.Millisecond),
 			(after.cpu - before.cpu).Seconds(), platform.Seconds(), (after.requests-before.requests)/float64(n), perOp(before, after, n), mib(after.rss))
+		if history > 0 && r >= history {
+			pruneJobs(b, tenants, fmt.Sprintf("round-%02d", r-history))
+		}
 		if r > 0 {
 			continue
 		}
@@ -64,12 +77,25 @@ func BenchmarkBackups(b *testing.B) {
 	end := d.usage(b)
 	d.collect(b)
 	live := d.usage(b).heap
-	b.Logf("%d Backups (and as many BackupJobs and EtcdSnapshots) cached: RSS %.0f MiB (peak %.0f MiB), live heap %.0f MiB, driver %.1f CPU-s in all",
-		len(list.Items), mib(end.rss), mib(end.hwm), mib(live), end.cpu.Seconds())
+	var jobList backupsv1alpha1.BackupJobList
+	if err := fast.List(context.Background(), &jobList); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("%d Backups, as many EtcdSnapshots and %d BackupJobs cached: RSS %.0f MiB (peak %.0f MiB), live heap %.0f MiB, driver %.1f CPU-s in all",
+		len(list.Items), len(jobList.Items), mib(end.rss), mib(end.hwm), mib(live), end.cpu.Seconds())
 	b.ReportMetric(mib(live), "live-heap-MiB")
 	b.ReportMetric(float64(len(list.Items)), "backups-cached")
 	b.ReportMetric(mib(end.rss), "RSS-MiB")
 	b.ReportMetric(mib(end.hwm), "peak-RSS-MiB")
+}
+
+// pruneJobs deletes the BackupJob named name in every tenant.
+func pruneJobs(b *testing.B, tenants []string, name string) {
+	b.Helper()
+	parallel(b, tenants, func(ns string) error {
+		job := &backupsv1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		return client.IgnoreNotFound(fast.Delete(context.Background(), job))
+	})
 }
 
 // overOperator is, per job, the time from its create to its end minus the

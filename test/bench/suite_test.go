@@ -6,7 +6,8 @@
 // operator plays the etcd-operator and Flux with a fixed delay.
 //
 // Run it with `make bench`. Sizes come from the environment:
-// BENCH_TENANTS (1000), BENCH_BACKUPS (10000 in all), BENCH_RESTORES (20),
+// BENCH_TENANTS (1000), BENCH_BACKUPS (10000 in all), BENCH_JOB_HISTORY (3
+// rounds of BackupJobs kept; 0 keeps all), BENCH_RESTORES (20),
 // BENCH_OPERATOR_DELAY (2s), BENCH_DRIVER_ARGS (extra manager flags) and
 // BENCH_DRIVER_ENV (its environment, e.g. GOMEMLIMIT=150MiB).
 // Plain `go test` runs only the unit tests of the harness itself.
