@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -39,8 +40,12 @@ func enabled(o Options) ([]setupFunc, error) {
 	for _, n := range o.DisabledControllers {
 		off[n] = true
 	}
-	var on []setupFunc
+	var (
+		on    []setupFunc
+		known []string
+	)
 	for _, c := range controllers {
+		known = append(known, c.name)
 		if off[c.name] {
 			delete(off, c.name)
 			continue
@@ -48,7 +53,7 @@ func enabled(o Options) ([]setupFunc, error) {
 		on = append(on, c.setup)
 	}
 	for n := range off {
-		return nil, fmt.Errorf("--disable-controllers: unknown controller %q (known: backupjob, restore, plan, backupdeletion, metrics)", n)
+		return nil, fmt.Errorf("--disable-controllers: unknown controller %q (known: %s)", n, strings.Join(known, ", "))
 	}
 	return on, nil
 }

@@ -77,8 +77,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// more): restore claims and captures in the driver's namespace,
 		// member PVCs, and the one EtcdCluster and HelmRelease name.
 		Cache: cache.Options{
-			// The driver never reads managed fields; dropping them
-			// roughly halves what each cached Backup costs.
+			// The driver never reads managed fields; the cache need
+			// not hold them for every object.
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject: map[client.Object]cache.ByObject{
 				&coordinationv1.Lease{}: {Namespaces: own,
