@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -71,7 +72,14 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 		prev := job.Status.DeepCopy()
 		patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		job.Status = *next
-		if err := r.Status().Patch(ctx, job, patch); err != nil {
+		if err := r.Status().Patch(ctx, job, patch); apierrors.IsConflict(err) {
+			// The job changed since the cache gave it to us, usually by
+			// our own last status write that the cache has not shown
+			// yet. Every step is idempotent: decide again on the newer
+			// object, without reporting a reconcile error.
+			log.FromContext(ctx).V(1).Info("BackupJob changed since it was read; deciding again", "reason", err.Error())
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		} else if err != nil {
 			return ctrl.Result{}, fmt.Errorf("write BackupJob status: %w", err)
 		}
 		r.transitioned(ctx, job, prev, o)
@@ -84,6 +92,11 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 	// it is past it.
 	return ctrl.Result{RequeueAfter: r.deadline(job).Sub(now)}, nil
 }
+
+// conflictRetry is how soon a job whose status write met a newer version
+// is looked at again: long enough for the cache to catch up on a write
+// that has already happened.
+const conflictRetry = 100 * time.Millisecond
 
 // transitioned emits the Event, log line and metrics of a status change.
 func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.BackupJob, prev *backupsv1alpha1.BackupJobStatus, o outcome) {
