@@ -4,16 +4,10 @@
 package e2e
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
 
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 )
 
@@ -28,27 +22,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	logs := io.Discard
-	if os.Getenv("TEST_LOGS") == "1" {
-		logs = os.Stderr
-	}
-	ctrllog.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
-	var err error
-	sb, err = sandbox.Start(sandbox.Options{
-		SnapshotJobDeadline: snapshotJobDeadline,
-		Driver: func(o *manager.Options) {
-			o.BackupDeadline = 3 * time.Minute
-			o.RestoreDeadline = 3 * time.Minute
-		},
+	return sandbox.RunSuite(m, "e2e", sandbox.Options{SnapshotJobDeadline: snapshotJobDeadline}, func(s *sandbox.Sandbox) error {
+		sb = s
+		return nil
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: start sandbox:", err)
-		return 1
-	}
-	defer func() {
-		if err := sb.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "e2e: stop sandbox:", err)
-		}
-	}()
-	return m.Run()
 }

@@ -7,17 +7,11 @@ package plugin
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -35,11 +29,6 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	logs := io.Discard
-	if os.Getenv("TEST_LOGS") == "1" {
-		logs = os.Stderr
-	}
-	ctrllog.SetLogger(zap.New(zap.WriteTo(logs), zap.UseDevMode(true)))
 	dir, err := os.MkdirTemp("", "ebdctl-plugin-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,25 +42,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "plugin: build kubectl-etcd_backup:", err)
 		return 1
 	}
-	sb, err = sandbox.Start(sandbox.Options{
-		Driver: func(o *manager.Options) {
-			o.BackupDeadline = 3 * time.Minute
-			o.RestoreDeadline = 3 * time.Minute
-		},
+	return sandbox.RunSuite(m, "plugin", sandbox.Options{}, func(s *sandbox.Sandbox) error {
+		sb, kubeconfig = s, filepath.Join(dir, "kubeconfig")
+		return s.WriteKubeconfig(kubeconfig)
 	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "plugin: start sandbox:", err)
-		return 1
-	}
-	defer func() {
-		if err := sb.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "plugin: stop sandbox:", err)
-		}
-	}()
-	kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err := sb.WriteKubeconfig(kubeconfig); err != nil {
-		fmt.Fprintln(os.Stderr, "plugin: kubeconfig:", err)
-		return 1
-	}
-	return m.Run()
 }
