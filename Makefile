@@ -20,7 +20,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
 	rm -rf config/crd/bases config/crd/external
 	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
-	$(CONTROLLER_GEN) crd paths=./api/apps/... paths=./api/kamaji/... output:crd:artifacts:config=config/crd/external
+	$(CONTROLLER_GEN) crd paths=./api/apps/... output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
 # Flux's HelmRelease CRD as helm-controller v1.4.0 ships it (the newest root

@@ -66,9 +66,8 @@ func RepoRoot() string {
 }
 
 // CRDPaths are the folders whose CRDs every test environment installs:
-// this project's CRDs, the etcd-operator's and Flux's upstream CRDs, and the
-// small test CRDs of the Kamaji DataStore and the Cozystack Etcd
-// application.
+// this project's CRDs, the etcd-operator's, Flux's and Kamaji's upstream
+// CRDs, and the small test CRD of the Cozystack Etcd application.
 func CRDPaths() []string {
 	root := RepoRoot()
 	return []string{
@@ -76,6 +75,7 @@ func CRDPaths() []string {
 		filepath.Join(root, "config", "crd", "external"),
 		filepath.Join(root, "config", "crd", "upstream", "etcd-operator"),
 		filepath.Join(root, "config", "crd", "upstream", "flux"),
+		filepath.Join(root, "config", "crd", "upstream", "kamaji"),
 	}
 }
 

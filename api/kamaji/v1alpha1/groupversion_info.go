@@ -1,8 +1,9 @@
 // Package v1alpha1 mirrors the subset of Kamaji's kamaji.clastix.io/v1alpha1
-// DataStore that the etcd chart renders. Kamaji is not served by the Go
-// module proxy, so the project keeps this small mirror; the CRD generated
-// from it (config/crd/external) lets tests dry-run the chart's DataStore
-// against a real API server. Kamaji owns the real schema.
+// DataStore (which the etcd chart renders) and TenantControlPlane (which a
+// restore fences and restarts) that the driver uses. Kamaji is not served
+// by the Go module proxy, so the project keeps this small mirror; tests,
+// the sandbox and the end-to-end suite serve Kamaji's own CRDs
+// (config/crd/upstream/kamaji). Kamaji owns the real schema.
 //
 // +kubebuilder:object:generate=true
 // +groupName=kamaji.clastix.io
