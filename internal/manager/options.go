@@ -5,7 +5,9 @@
 package manager
 
 import (
+	"context"
 	"flag"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -58,6 +60,15 @@ type Options struct {
 	// DisabledControllers names controllers not to run ("plan" leaves
 	// Plans to Cozystack's own scheduler).
 	DisabledControllers []string
+	// StagingImage is the image of the restore's staging Job (the
+	// driver's own image, which carries /etcd-stage); empty means
+	// $STAGING_IMAGE, which the chart sets to the manager's image.
+	StagingImage string
+	// EtcdDialer, when set, opens the connections the driver makes to a
+	// tenant's etcd (the client Service etcd-client.<ns>.svc:2379, to read
+	// its revision before a restore); nil dials the address as it is.
+	// The sandbox maps the Service name to its stand-in. No flag.
+	EtcdDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests and the sandbox start and stop managers repeatedly). No flag.
 	SkipControllerNameValidation bool
@@ -107,6 +118,7 @@ func DefaultOptions() Options {
 		RestoreDeadline:  30 * time.Minute,
 		Namespace:        ns,
 		ProvenanceSecret: "etcd-backup-driver-provenance",
+		StagingImage:     os.Getenv("STAGING_IMAGE"),
 	}
 }
 
@@ -136,6 +148,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The driver's own namespace, for restore claims, captures and the provenance key (default: $POD_NAMESPACE, else etcd-backup-driver).")
 	fs.StringVar(&o.ProvenanceSecret, "provenance-secret", o.ProvenanceSecret,
 		"Secret in the driver's namespace holding the keys that sign Backups; created when missing.")
+	fs.StringVar(&o.StagingImage, "staging-image", o.StagingImage,
+		"Image of the restore's staging Job, which checks the snapshot and raises its revision before etcd boots from it (default: $STAGING_IMAGE, the manager's own image).")
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("disable-controllers",

@@ -168,4 +168,21 @@ const (
 	// CaptureForLabel marks capture ConfigMaps (in the driver's namespace)
 	// with the namespace of the RestoreJob they belong to.
 	CaptureForLabel = "backups.cozystack.io/restore-namespace"
+
+	// StagingLabel marks the staging Job of a restore, its Pods and its
+	// PersistentVolumeClaim (in the tenant's namespace); its value is the
+	// RestoreJob's UID.
+	StagingLabel = "etcd-backup-driver.cozystack.io/staging-for"
+	// FencedByAnnotation is set on a TenantControlPlane a restore made
+	// read-only; its value is the RestoreJob's UID. It is written in the
+	// same patch as the fence, so a fence is never without its record.
+	FencedByAnnotation = "etcd-backup-driver.cozystack.io/fenced-by"
+	// PriorWritePermissionsAnnotation keeps, in the same patch, the
+	// TenantControlPlane's spec.writePermissions from before the fence
+	// (JSON), which lifting the fence puts back.
+	PriorWritePermissionsAnnotation = "etcd-backup-driver.cozystack.io/prior-write-permissions"
+	// RestartedPodsAnnotation lists (comma-separated UIDs) the control
+	// plane Pods a restore deleted to restart its kube-apiservers; the
+	// restart is done when none of them is left and a new Pod is Ready.
+	RestartedPodsAnnotation = "etcd-backup-driver.cozystack.io/restarted-pods"
 )
