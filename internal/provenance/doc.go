@@ -6,7 +6,8 @@
 //
 // When the driver records a Backup it signs the facts that matter — the
 // namespace and name, the application and Plan, the exact S3 location
-// (bucket, endpoint, region, path style, object key), the credentials
+// (bucket, endpoint, region, path style, object key and, from signature
+// v2 on, the key prefix new snapshots go under), the credentials
 // Secret, the deletion policy, the snapshot's name and UID, the time it was
 // taken, its size and checksum, and the source etcd version — with HMAC-SHA256
 // under a key kept in a Secret in the driver's own namespace, which tenants

@@ -3,6 +3,7 @@ package provenance
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -30,6 +31,11 @@ type Facts struct {
 	SizeBytes      int64  `json:"sizeBytes"`
 	Checksum       string `json:"checksum"`
 	EtcdVersion    string `json:"etcdVersion"`
+	// Prefix is the recorded key prefix, the directory a new snapshot of
+	// the application goes to (a restore's safety snapshot). Signed from
+	// v2 on; a v1 signature does not cover it, so Verify replaces it with
+	// the directory of the signed Key (see Verify).
+	Prefix string `json:"prefix,omitempty"`
 }
 
 // FactsOf reads the facts of b the way the restore and deletion paths read
@@ -56,6 +62,7 @@ func FactsOf(b *backupsv1alpha1.Backup) (Facts, error) {
 		// metav1.Time keeps whole seconds; so does the signature.
 		TakenAt:     b.Spec.TakenAt.UTC().Format(time.RFC3339),
 		EtcdVersion: rec.EtcdVersion,
+		Prefix:      src.Prefix,
 	}
 	if b.Spec.PlanRef != nil {
 		f.Plan = b.Spec.PlanRef.Name
@@ -72,8 +79,33 @@ func (f Facts) TakenAtTime() time.Time {
 	return t
 }
 
-// signedBytes is the canonical message a MAC is computed over.
-func (f Facts) signedBytes() ([]byte, error) {
+// KeyDir is the directory of the signed object key: everything up to and
+// including its last "/", or "" for a key at the bucket's root. A snapshot
+// written under KeyDir lands next to the signed object.
+func (f Facts) KeyDir() string {
+	return f.Key[:strings.LastIndex(f.Key, "/")+1]
+}
+
+// Signature versions. v1 covers every field but Prefix; v2 covers Prefix
+// too. Seal writes v2; Verify accepts both.
+const (
+	version1 = "v1"
+	version2 = "v2"
+)
+
+// signedBytes is the canonical message a MAC of version is computed over.
+func (f Facts) signedBytes(version string) ([]byte, error) {
+	var domain string
+	switch version {
+	case version1:
+		// The v1 encoding had no prefix field; omitempty drops it.
+		f.Prefix = ""
+		domain = domainV1
+	case version2:
+		domain = domainV2
+	default:
+		return nil, fmt.Errorf("unknown provenance version %q", version)
+	}
 	body, err := json.Marshal(f)
 	if err != nil {
 		return nil, fmt.Errorf("encode provenance facts: %w", err)
@@ -81,5 +113,9 @@ func (f Facts) signedBytes() ([]byte, error) {
 	return append([]byte(domain), body...), nil
 }
 
-// domain separates these MACs from any other use of the key.
-const domain = "etcd-backup-driver provenance v1\n"
+// domainV1 and domainV2 separate these MACs from any other use of the key,
+// and the versions from each other.
+const (
+	domainV1 = "etcd-backup-driver provenance v1\n"
+	domainV2 = "etcd-backup-driver provenance v2\n"
+)

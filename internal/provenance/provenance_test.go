@@ -2,6 +2,8 @@ package provenance
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,13 @@ func TestVerify(t *testing.T) {
 		{name: "etcd version", reason: ReasonAltered, edit: func(b *backupsv1alpha1.Backup) {
 			b.Spec.DriverMetadata[artifact.MetaEtcdVersion] = "3.5.0"
 		}},
+		{name: "key prefix via payload", reason: ReasonAltered, edit: func(b *backupsv1alpha1.Backup) {
+			editPayloadPrefix(t, b, "tenant-b/etcd/")
+		}},
+		{name: "key prefix via driverMetadata", reason: ReasonAltered, edit: func(b *backupsv1alpha1.Backup) {
+			b.Status.UnderlyingResources = nil
+			b.Spec.DriverMetadata[artifact.MetaKey] = "tenant-b/etcd/"
+		}},
 		{name: "checksum", reason: ReasonAltered, edit: func(b *backupsv1alpha1.Backup) { b.Status.Artifact.Checksum = "sha256:bb" }},
 		{name: "size", reason: ReasonAltered, edit: func(b *backupsv1alpha1.Backup) { b.Status.Artifact.SizeBytes = 1 }},
 		{name: "signature removed", reason: ReasonUnsigned, edit: func(b *backupsv1alpha1.Backup) {
@@ -115,6 +124,59 @@ func TestVerify(t *testing.T) {
 				t.Fatalf("want %s, got %+v", tc.reason, v)
 			}
 		})
+	}
+}
+
+// editPayloadPrefix rewrites the key prefix recorded in b's
+// underlyingResources, as a tenant editing the Backup would.
+func editPayloadPrefix(t *testing.T, b *backupsv1alpha1.Backup, prefix string) {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal(b.Status.UnderlyingResources.Raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	p["destination"].(map[string]any)["s3"].(map[string]any)["key"] = prefix
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Status.UnderlyingResources.Raw = raw
+}
+
+// The key prefix decides where a restore writes its safety snapshot, so it
+// is signed (v2): a tenant who points it at another tenant's directory
+// makes the Backup unverified. Backups signed v1 (no prefix) still verify,
+// and what they say about the prefix is the signed key's directory, never
+// the (unsigned, editable) recorded prefix.
+func TestKeyPrefixIsSigned(t *testing.T) {
+	ctx := context.Background()
+	b := sealed(t, testKeys)
+	if sig := b.Spec.DriverMetadata[artifact.MetaProvenance]; !strings.HasPrefix(sig, "v2.") {
+		t.Fatalf("Seal wrote %q, want a v2 signature", sig)
+	}
+	v, err := Verify(ctx, testKeys, b)
+	if err != nil || !v.Verified || v.Version != "v2" || v.Facts.Prefix != "tenant-a/etcd/" {
+		t.Fatalf("v2: %+v, %v", v, err)
+	}
+
+	// A Backup signed by a release before v2.
+	old := sealed(t, testKeys)
+	f, err := FactsOf(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mac, err := sum(testKeys.Keys["k1"], f, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Spec.DriverMetadata[artifact.MetaProvenance] = "v1.k1." + base64.RawURLEncoding.EncodeToString(mac)
+	editPayloadPrefix(t, old, "tenant-b/etcd/")
+	v, err = Verify(ctx, testKeys, old)
+	if err != nil || !v.Verified || v.Version != "v1" {
+		t.Fatalf("a v1 signature no longer verifies: %+v, %v", v, err)
+	}
+	if v.Facts.Prefix != "tenant-a/etcd/" {
+		t.Fatalf("v1 prefix = %q, want the signed key's directory tenant-a/etcd/", v.Facts.Prefix)
 	}
 }
 

@@ -25,22 +25,22 @@ func Seal(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) error {
 	if err != nil {
 		return fmt.Errorf("seal Backup %s/%s: %w", b.Namespace, b.Name, err)
 	}
-	mac, err := sum(key, f)
+	mac, err := sum(key, f, version2)
 	if err != nil {
 		return err
 	}
 	if b.Spec.DriverMetadata == nil {
 		b.Spec.DriverMetadata = map[string]string{}
 	}
-	b.Spec.DriverMetadata[artifact.MetaProvenance] = "v1." + id + "." + base64.RawURLEncoding.EncodeToString(mac)
+	b.Spec.DriverMetadata[artifact.MetaProvenance] = version2 + "." + id + "." + base64.RawURLEncoding.EncodeToString(mac)
 	return nil
 }
 
-func sum(key []byte, f Facts) ([]byte, error) {
+func sum(key []byte, f Facts, version string) ([]byte, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("provenance key is %d bytes, want at least %d", len(key), MinKeyBytes)
 	}
-	msg, err := f.signedBytes()
+	msg, err := f.signedBytes(version)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,11 @@ type Verdict struct {
 	// Verified is true when the signature matches the facts.
 	Verified bool
 	// Facts are what the Backup says (trustworthy only when Verified).
+	// Facts.Prefix of a verified Backup is always a signed fact: the
+	// signed prefix (v2), or the directory of the signed key (v1).
 	Facts Facts
+	// Version is the signature's version when Verified ("v1" or "v2").
+	Version string
 	// Reason and Message say why it is not verified.
 	Reason  string
 	Message string
@@ -97,7 +101,7 @@ func Verify(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) (Verdict,
 	version, rest, _ := strings.Cut(sig, ".")
 	id, encoded, ok := strings.Cut(rest, ".")
 	mac, decodeErr := base64.RawURLEncoding.DecodeString(encoded)
-	if version != "v1" || !ok || !keyID.MatchString(id) || decodeErr != nil {
+	if version != version1 && version != version2 || !ok || !keyID.MatchString(id) || decodeErr != nil {
 		v.Reason, v.Message = ReasonAltered, "the Backup's signature is malformed"
 		return v, nil
 	}
@@ -109,7 +113,7 @@ func Verify(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) (Verdict,
 	if err != nil {
 		return Verdict{}, err
 	}
-	want, err := sum(key, f)
+	want, err := sum(key, f, version)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -117,6 +121,12 @@ func Verify(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) (Verdict,
 		v.Reason, v.Message = ReasonAltered, "what the Backup records no longer matches what the driver signed: it was edited"
 		return v, nil
 	}
-	v.Verified = true
+	v.Verified, v.Version = true, version
+	if version == version1 {
+		// A v1 signature does not cover the recorded prefix: what is
+		// signed about where the application's snapshots go is the
+		// directory of the signed key.
+		v.Facts.Prefix = f.KeyDir()
+	}
 	return v, nil
 }
