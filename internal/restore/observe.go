@@ -77,6 +77,8 @@ type observation struct {
 	safetyBackup *backupsv1alpha1.Backup
 	// safetyConflict says why an object at the safety name is not ours.
 	safetyConflict string
+	// safetyDestErr is why the safety snapshot's destination is refused.
+	safetyDestErr error
 	// inflight names other EtcdSnapshots of the cluster still running
 	// (BackupJobs that started before the claim); the cluster is not
 	// touched under them.
@@ -203,6 +205,7 @@ func (r *Reconciler) holderGone(ctx context.Context, h *claim.Holder) (bool, err
 }
 
 func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
+	o.safetyDestErr = checkSafetyDestination(o, r.Policy)
 	name := safetyName(o.job)
 	snap := &etcdv1alpha2.EtcdSnapshot{}
 	if found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, snap); err != nil {

@@ -8,7 +8,11 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
 )
 
 // safetyName names both the safety EtcdSnapshot and its Backup: a DNS label
@@ -41,6 +45,10 @@ func decideSafety(o *observation) decision {
 	} else if len(o.inflight) > 0 {
 		return waitSnapshots(o)
 	} else if wantSafety(o) {
+		if o.safetyDestErr != nil {
+			return failure(o, backupsv1alpha1.ReasonSafetySnapshotFailed, "the safety snapshot's destination, derived from the Backup's signed location, is refused ("+
+				o.safetyDestErr.Error()+"), so the live cluster was not touched; set spec.options.safetySnapshot to false to restore without one")
+		}
 		if o.cluster == nil {
 			return failure(o, backupsv1alpha1.ReasonSourceClusterNotFound, "EtcdCluster "+clusterName+" disappeared before it was captured")
 		}
@@ -107,18 +115,52 @@ func isOurSafetySnapshot(s *etcdv1alpha2.EtcdSnapshot, rj *backupsv1alpha1.Resto
 }
 
 // safetyDestination is where the safety snapshot goes: next to the Backup
-// being restored (same bucket, endpoint, prefix and credentials), or nil
-// when the Backup is unreadable.
+// being restored (same bucket, endpoint, directory and credentials), or nil
+// when the Backup is unreadable. Every coordinate comes from signed facts:
+// the driver writes (and then signs) a snapshot there, so nothing a tenant
+// can edit may steer it. A verified Backup gives its signed facts (the
+// prefix signed by v2, the signed key's directory for v1); an unverified
+// one is restored only when admitted (bucket, endpoint and Secret are what
+// a strategy renders for the application now, and its key lies directly
+// under the rendered prefix), so its key's directory is that prefix — never
+// the recorded prefix, which admission does not check.
 func safetyDestination(o *observation) *etcdv1alpha2.S3Destination {
-	if o.backup == nil || o.sourceErr != nil {
+	t, ok := safetyTemplate(o)
+	if !ok {
 		return nil
 	}
-	src := o.source
 	return &etcdv1alpha2.S3Destination{
-		Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Prefix, Region: src.Region,
-		ForcePathStyle:       src.ForcePathStyle != nil && *src.ForcePathStyle,
-		CredentialsSecretRef: corev1.LocalObjectReference{Name: src.SecretName},
+		Endpoint: t.Endpoint, Bucket: t.Bucket, Key: t.Key, Region: t.Region,
+		ForcePathStyle:       t.ForcePathStyle != nil && *t.ForcePathStyle,
+		CredentialsSecretRef: corev1.LocalObjectReference{Name: t.CredentialsSecretRef.Name},
 	}
+}
+
+func safetyTemplate(o *observation) (strategyv1alpha1.EtcdS3Template, bool) {
+	if o.backup == nil || o.sourceErr != nil {
+		return strategyv1alpha1.EtcdS3Template{}, false
+	}
+	f := o.verdict.Facts
+	if !o.verdict.Verified {
+		src := o.source
+		fps := src.ForcePathStyle != nil && *src.ForcePathStyle
+		f = provenance.Facts{Bucket: src.Bucket, Endpoint: src.Endpoint, Region: src.Region, ForcePathStyle: fps,
+			SecretName: src.SecretName, Key: src.Key}
+		f.Prefix = f.KeyDir()
+	}
+	fps := f.ForcePathStyle
+	return strategyv1alpha1.EtcdS3Template{Bucket: f.Bucket, Endpoint: f.Endpoint, Key: f.Prefix, Region: f.Region,
+		ForcePathStyle: &fps, CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: f.SecretName}}, true
+}
+
+// checkSafetyDestination validates the safety snapshot's destination like
+// a rendered one (the endpoint's scheme was judged when it was rendered).
+func checkSafetyDestination(o *observation, policy endpointpolicy.Policy) error {
+	t, ok := safetyTemplate(o)
+	if !ok {
+		return nil
+	}
+	return strategytemplate.Validate(t, strategytemplate.Options{Policy: policy, AllowHTTP: true})
 }
 
 func safetyLabels(rj *backupsv1alpha1.RestoreJob, app string) map[string]string {
