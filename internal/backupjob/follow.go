@@ -63,7 +63,14 @@ func (r *Reconciler) complete(ctx context.Context, job *backupsv1alpha1.BackupJo
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(backup), backup); err != nil {
 			return retry(fmt.Errorf("read existing Backup: %w", err))
 		}
-		if backup.Labels[backupsv1alpha1.OwningJobUIDLabel] != string(job.UID) {
+		// Labels are tenant-writable: only the driver's signature over
+		// this namespace, name and snapshot UID says this job recorded
+		// the Backup (a crash between its create and the status write).
+		adopt, err := r.recordedFor(ctx, backup, snap)
+		if err != nil {
+			return retry(err)
+		}
+		if !adopt {
 			return failed(backupsv1alpha1.BackupReasonBackupConflict,
 				"Backup %s/%s already exists and was not made by this BackupJob; the snapshot %s is kept, owned by this job — rename or delete the other Backup and re-create the job",
 				backup.Namespace, backup.Name, snap.Name)
@@ -84,6 +91,16 @@ func (r *Reconciler) complete(ctx context.Context, job *backupsv1alpha1.BackupJo
 		snapshotSize: snap.Status.Artifact.SizeBytes,
 	}
 	return o
+}
+
+// recordedFor reports whether b is the Backup the driver recorded for snap:
+// signed by the driver (which binds its namespace and name) for snap's UID.
+func (r *Reconciler) recordedFor(ctx context.Context, b *backupsv1alpha1.Backup, snap *etcdv1alpha2.EtcdSnapshot) (bool, error) {
+	v, err := provenance.Verify(ctx, r.Keys, b)
+	if err != nil {
+		return false, fmt.Errorf("verify existing Backup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return v.Verified && v.Facts.SnapshotUID != "" && v.Facts.SnapshotUID == string(snap.UID), nil
 }
 
 // handOver makes the Backup the snapshot's only controller owner, so that
