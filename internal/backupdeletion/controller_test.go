@@ -7,6 +7,7 @@ import (
 
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
@@ -278,4 +280,54 @@ func TestDeletionWaitsForARunningRestore(t *testing.T) {
 	g.Expect(h.reconcile(f.backup)).To(Succeed())
 	g.Expect(gone(g, f.backup)).To(BeTrue())
 	g.Expect(objectExists(g, f.key)).To(BeFalse())
+}
+
+// A tenant writes a Backup naming (by name and UID) an EtcdSnapshot that is
+// not its own — a RestoreJob's safety snapshot, made with the driver's exact
+// name and labels and owned by the RestoreJob — and deletes the Backup. The
+// snapshot is kept: a Backup deletes only a snapshot it owns.
+func TestForgedBackupCannotDeleteAnotherOwnersSnapshot(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "nightly"}},
+	}
+	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
+	victim := &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore-safety-0a1b2c3d",
+			Labels: map[string]string{
+				backupsv1alpha1.SafetyBackupLabel:    rj.Name,
+				backupsv1alpha1.RestoreJobUIDLabel:   string(rj.UID),
+				backupsv1alpha1.ApplicationNameLabel: "etcd",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob",
+				Name: rj.Name, UID: rj.UID, Controller: ptr.To(true)}}},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{
+			ClusterRef: corev1.LocalObjectReference{Name: "etcd"},
+			Destination: etcdv1alpha2.SnapshotLocation{S3: &etcdv1alpha2.S3Destination{
+				Endpoint: s3URL, Bucket: bucket, Key: ns + "/etcd/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, victim)).To(Succeed())
+	forged := &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "forged", Finalizers: []string{LegacyFinalizer}},
+		Spec: backupsv1alpha1.BackupSpec{
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To(strategyv1alpha1.GroupVersion.Group), Kind: "Etcd", Name: "s3"},
+			TakenAt:        metav1.Now(),
+			DriverMetadata: map[string]string{
+				artifact.MetaSnapshotName: victim.Name, artifact.MetaSnapshotUID: string(victim.UID),
+				artifact.MetaBucket: bucket, artifact.MetaEndpoint: s3URL, artifact.MetaKey: ns + "/etcd/",
+				artifact.MetaCredentialsName: "s3-creds",
+			},
+		},
+	}
+	g.Expect(env.Client.Create(ctx, forged)).To(Succeed())
+	h := newHarness()
+	deleteBackup(g, h, forged)
+	g.Expect(h.reconcile(forged)).To(Succeed())
+	g.Expect(gone(g, forged)).To(BeTrue())
+	g.Expect(gone(g, victim)).To(BeFalse(), "a forged Backup deleted a RestoreJob's safety snapshot")
 }

@@ -45,25 +45,20 @@ func (r *Reconciler) deleteSnapshot(ctx context.Context, b *backupsv1alpha1.Back
 	return nil
 }
 
-// foreign says why snap is not b's snapshot, or "" when it is (or nothing
-// proves otherwise, as for snapshots of the Cozystack driver, which carry
-// no owner and no recorded UID).
+// foreign says why snap is not b's snapshot, or "" when it is: b is among
+// its Backup owners (the backup path hands each snapshot to its Backup) and
+// b recorded its UID, if it recorded one. A Backup is tenant-writable and
+// may name any EtcdSnapshot of its namespace — a BackupJob's running one, a
+// RestoreJob's safety snapshot — so naming is never enough; snapshots of the
+// Cozystack driver carry no owner and are kept, as that driver keeps them.
 func foreign(snap *etcdv1alpha2.EtcdSnapshot, b *backupsv1alpha1.Backup, rec artifact.Recorded) string {
 	if rec.SnapshotUID != "" && types.UID(rec.SnapshotUID) != snap.UID {
 		return "its UID differs from the one the Backup recorded"
 	}
-	ownedByOtherBackup := false
 	for _, ref := range snap.OwnerReferences {
-		if ref.Kind != "Backup" || ref.APIVersion != backupsv1alpha1.GroupVersion.String() {
-			continue
-		}
-		if ref.UID == b.UID {
+		if ref.Kind == "Backup" && ref.APIVersion == backupsv1alpha1.GroupVersion.String() && ref.UID == b.UID {
 			return ""
 		}
-		ownedByOtherBackup = true
 	}
-	if ownedByOtherBackup {
-		return "another Backup owns it"
-	}
-	return ""
+	return "this Backup does not own it"
 }

@@ -21,11 +21,12 @@ func TestForeignSnapshot(t *testing.T) {
 		owners               []metav1.OwnerReference
 		foreign              bool
 	}{
-		"peer snapshot, nothing recorded": {snapUID: "s1"},
-		"recorded UID matches":            {snapUID: "s1", recordedUID: "s1"},
-		"recorded UID differs":            {snapUID: "s2", recordedUID: "s1", foreign: true},
-		"owned by another Backup":         {snapUID: "s1", owners: []metav1.OwnerReference{ref("x", "x")}, foreign: true},
-		"owned by this Backup too":        {snapUID: "s1", owners: []metav1.OwnerReference{ref("x", "x"), ref("b", "backup-uid")}},
+		"peer snapshot, no owner: kept":  {snapUID: "s1", foreign: true},
+		"recorded UID matches, no owner": {snapUID: "s1", recordedUID: "s1", foreign: true},
+		"recorded UID matches, owned":    {snapUID: "s1", recordedUID: "s1", owners: []metav1.OwnerReference{ref("b", "backup-uid")}},
+		"recorded UID differs":           {snapUID: "s2", recordedUID: "s1", foreign: true},
+		"owned by another Backup":        {snapUID: "s1", owners: []metav1.OwnerReference{ref("x", "x")}, foreign: true},
+		"owned by this Backup too":       {snapUID: "s1", owners: []metav1.OwnerReference{ref("x", "x"), ref("b", "backup-uid")}},
 	} {
 		snap := &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{UID: types.UID(tc.snapUID), OwnerReferences: tc.owners}}
 		got := foreign(snap, b, artifact.Recorded{SnapshotUID: tc.recordedUID}) != ""
