@@ -136,10 +136,21 @@ func newBackup(job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot, 
 }
 
 // completedAt is when the operator marked the snapshot Complete, or now if
-// it recorded no time.
+// it recorded no time, clamped to the driver's clock: never after now and
+// never before the snapshot was created. The time is signed and orders
+// retention (keepLast, maxAge, "never the newest"), so a wrong operator
+// clock (or a hand-edited status) must not make a Backup look newer or
+// older than it can be.
 func completedAt(snap *etcdv1alpha2.EtcdSnapshot, now metav1.Time) metav1.Time {
+	t := now
 	if c := meta.FindStatusCondition(snap.Status.Conditions, etcdv1alpha2.SnapshotConditionReady); c != nil && c.Status == metav1.ConditionTrue {
-		return c.LastTransitionTime
+		t = c.LastTransitionTime
 	}
-	return now
+	if t.After(now.Time) {
+		t = now
+	}
+	if created := snap.CreationTimestamp; !created.IsZero() && t.Before(&created) && !created.After(now.Time) {
+		t = created
+	}
+	return t
 }
