@@ -63,6 +63,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile keeps the finalizer and the Verified condition on a live Etcd
@@ -73,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if !IsEtcdBackup(&b) {
+	if !ours(&b) {
 		return ctrl.Result{}, nil
 	}
 	verdict, err := provenance.Verify(ctx, r.Keys, &b)
@@ -112,6 +113,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func IsEtcdBackup(b *backupsv1alpha1.Backup) bool {
 	ref := b.Spec.StrategyRef
 	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == strategyv1alpha1.EtcdStrategyKind
+}
+
+// ours: b was taken by the Etcd strategy, or carries the driver's
+// finalizer. strategyRef is tenant-writable and unsigned: a Backup whose
+// strategyRef was changed after the driver put its finalizer on is still
+// cleaned up and released by the driver, never stranded.
+func ours(b *backupsv1alpha1.Backup) bool {
+	return IsEtcdBackup(b) || controllerutil.ContainsFinalizer(b, backupsv1alpha1.BackupCleanupFinalizer)
 }
 
 func holdsAnyFinalizer(b *backupsv1alpha1.Backup) bool {
@@ -155,7 +164,7 @@ func (r *Reconciler) release(ctx context.Context, b *backupsv1alpha1.Backup) err
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	etcdOnly := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		b, ok := o.(*backupsv1alpha1.Backup)
-		return ok && IsEtcdBackup(b)
+		return ok && ours(b)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).

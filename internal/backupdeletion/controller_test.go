@@ -3,7 +3,9 @@ package backupdeletion
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
@@ -64,17 +66,21 @@ func TestRetainPolicyKeepsTheObject(t *testing.T) {
 	g.Expect(deleted("Retain", objectRetained) - before).To(Equal(1.0))
 }
 
-func TestMissingSecretIsReportedAndRetried(t *testing.T) {
+// A Secret that lacks the S3 keys is reported and retried: someone can fix
+// it, and the retry then finishes the job.
+func TestUnusableSecretIsReportedAndRetried(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
-	f := newFixture(g, ns, "b-nosecret", strategyv1alpha1.DeletionPolicyDelete)
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
+		Data: map[string][]byte{"unrelated": []byte("x")}})).To(Succeed())
+	f := newFixture(g, ns, "b-nokeys", strategyv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	deleteBackup(g, h, f.backup)
 
 	err := h.reconcile(f.backup)
 	g.Expect(err).To(HaveOccurred())
-	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "a missing Secret is retried with backoff")
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse(), "an unusable Secret is retried with backoff")
 	g.Expect(h.events()).To(ContainSubstring(backupsv1alpha1.BackupReasonCredentialsUnavailable))
 
 	var b backupsv1alpha1.Backup
@@ -87,11 +93,83 @@ func TestMissingSecretIsReportedAndRetried(t *testing.T) {
 	g.Expect(objectExists(g, f.key)).To(BeTrue())
 	g.Expect(gone(g, f.snapshot)).To(BeFalse(), "nothing is removed before the object is")
 
-	// Once the Secret exists, the retry finishes the job.
+	// Once the Secret holds the keys, the retry finishes the job.
+	g.Expect(env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"}})).To(Succeed())
 	createSecret(g, ns)
 	g.Expect(h.reconcile(f.backup)).To(Succeed())
 	g.Expect(objectExists(g, f.key)).To(BeFalse())
 	g.Expect(gone(g, f.backup)).To(BeTrue())
+}
+
+// A credentials Secret that does not exist does not hold the Backup (nor a
+// namespace being deleted, which removes Secrets first or alongside): the
+// Backup is released, the object kept, and the Event and metric say so.
+func TestMissingSecretReleasesTheBackupKeepingTheObject(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-nosecret", strategyv1alpha1.DeletionPolicyDelete)
+	h := newHarness()
+	before := deleted("Delete", objectKeptCredentialsGone)
+	deleteBackup(g, h, f.backup)
+
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(gone(g, f.backup)).To(BeTrue(), "the Backup is held for a Secret that does not exist")
+	g.Expect(objectExists(g, f.key)).To(BeTrue())
+	g.Expect(h.events()).To(ContainSubstring(backupsv1alpha1.BackupReasonObjectKeptCredentialsGone))
+	g.Expect(deleted("Delete", objectKeptCredentialsGone) - before).To(Equal(1.0))
+}
+
+// In a namespace being deleted, an object that cannot be deleted at once
+// (here: its bucket is gone) does not hold the Backup, and so the
+// namespace: the Backup is released and the object kept.
+func TestTerminatingNamespaceIsNotHeld(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-terminating", strategyv1alpha1.DeletionPolicyDelete)
+	h := newHarness()
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+	f.backup.Status.UnderlyingResources = nil
+	f.backup.Status.Artifact = nil
+	f.backup.Spec.DriverMetadata[artifact.MetaBucket] = "no-such-bucket"
+	seal(g, f.backup)
+	g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
+	before := deleted("Delete", objectKeptNamespaceTerminating)
+	deleteBackup(g, h, f.backup)
+	g.Expect(env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+
+	// The Secret may or may not be gone yet; either way the Backup goes.
+	g.Eventually(func() bool {
+		_ = h.reconcile(f.backup)
+		return gone(g, f.backup)
+	}).WithTimeout(10*time.Second).Should(BeTrue(), "a namespace being deleted is held by the Backup's finalizer")
+	events := h.events()
+	g.Expect(events).To(Or(ContainSubstring(backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating),
+		ContainSubstring(backupsv1alpha1.BackupReasonObjectKeptCredentialsGone)))
+	if strings.Contains(events, backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating) {
+		g.Expect(deleted("Delete", objectKeptNamespaceTerminating) - before).To(Equal(1.0))
+	}
+}
+
+// A tenant who changes a Backup's strategyRef (unsigned) after the driver
+// put its finalizer on does not strand it: the driver still cleans up and
+// releases the Backup.
+func TestEditedStrategyRefDoesNotStrandTheFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-restrategied", strategyv1alpha1.DeletionPolicyRetain)
+	h := newHarness()
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+	f.backup.Spec.StrategyRef = backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("velero.io"), Kind: "Velero", Name: "v"}
+	g.Expect(env.Client.Update(ctx, f.backup)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, f.backup)).To(Succeed())
+
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(gone(g, f.backup)).To(BeTrue(), "the driver's finalizer was stranded")
+	g.Expect(gone(g, f.snapshot)).To(BeTrue())
 }
 
 func TestS3ErrorIsReportedAndRetried(t *testing.T) {

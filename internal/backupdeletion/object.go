@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -24,6 +26,11 @@ const (
 	// objectKeptUnverified: the policy said Delete, but nothing proves the
 	// Backup's author owns the object.
 	objectKeptUnverified = "kept-unverified"
+	// objectKeptCredentialsGone: the credentials Secret does not exist.
+	objectKeptCredentialsGone = "kept-credentials-gone"
+	// objectKeptNamespaceTerminating: the namespace is being deleted and
+	// the object could not be deleted at once.
+	objectKeptNamespaceTerminating = "kept-namespace-terminating"
 )
 
 // outcome says what happened to a Backup's stored object.
@@ -68,7 +75,17 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 	f := v.Facts
 	loc := s3object.Location{Endpoint: f.Endpoint, Bucket: f.Bucket, Key: f.Key, Region: f.Region, ForcePathStyle: f.ForcePathStyle}
 	creds, err := s3object.ReadCredentials(ctx, r.Client, b.Namespace, f.SecretName)
+	if errors.Is(err, s3object.ErrSecretGone) {
+		// Waiting would hold the Backup (and a namespace being deleted)
+		// for a Secret that may never come back.
+		return r.kept(ctx, b, out, objectKeptCredentialsGone, backupsv1alpha1.BackupReasonObjectKeptCredentialsGone,
+			fmt.Sprintf("kept %s although the deletion policy is Delete: %v", loc, err)), nil
+	}
 	if err != nil {
+		if r.namespaceTerminating(ctx, b.Namespace) {
+			return r.kept(ctx, b, out, objectKeptNamespaceTerminating, backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating,
+				fmt.Sprintf("kept %s although the deletion policy is Delete: the namespace is being deleted and %v", loc, err)), nil
+		}
 		msg := fmt.Sprintf("cannot delete %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
 			loc, err, SkipObjectDeletionAnnotation)
 		return out, r.blocked(ctx, b, backupsv1alpha1.BackupReasonCredentialsUnavailable, msg, err)
@@ -80,6 +97,10 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 		deleter = s3object.Store{Policy: r.Policy, AllowHTTP: true}
 	}
 	if err := deleter.Delete(ctx, loc, creds); err != nil {
+		if r.namespaceTerminating(ctx, b.Namespace) {
+			return r.kept(ctx, b, out, objectKeptNamespaceTerminating, backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating,
+				fmt.Sprintf("kept %s although the deletion policy is Delete: the namespace is being deleted and the delete failed: %v", loc, err)), nil
+		}
 		msg := fmt.Sprintf("cannot delete %s at %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
 			loc, f.Endpoint, err, SkipObjectDeletionAnnotation)
 		err = r.blocked(ctx, b, backupsv1alpha1.BackupReasonObjectDeleteFailed, msg, err)
@@ -92,6 +113,30 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeleted", "Cleanup", "deleted %s (deletion policy Delete)", loc)
 	out.object = objectDeleted
 	return out, nil
+}
+
+// kept reports (Warning Event and the deletion metric's object label) that
+// the object was kept so the Backup could be released, and returns out
+// with that label.
+func (r *Reconciler) kept(ctx context.Context, b *backupsv1alpha1.Backup, out outcome, object, reason, msg string) outcome {
+	log.FromContext(ctx).Info("released a Backup keeping its object", "reason", reason)
+	r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, reason, "Cleanup", "%s", msg)
+	out.object = object
+	return out
+}
+
+// namespaceTerminating reports whether ns is being deleted (read live; a
+// failed read counts as not terminating, so the normal retry applies).
+func (r *Reconciler) namespaceTerminating(ctx context.Context, ns string) bool {
+	var n corev1.Namespace
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: ns}, &n); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true
+		}
+		log.FromContext(ctx).Error(err, "read the Backup's namespace", "namespace", ns)
+		return false
+	}
+	return n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating
 }
 
 // blocked reports on the Backup (condition and Warning Event) why cleanup

@@ -20,6 +20,10 @@ const (
 // will not help unless someone fixes it.
 var ErrCredentials = errors.New("S3 credentials unavailable")
 
+// ErrSecretGone marks (together with ErrCredentials) a credentials Secret
+// that does not exist, as opposed to one that lacks a key.
+var ErrSecretGone = errors.New("credentials Secret not found")
+
 // Credentials are S3 access keys. They are never logged or recorded.
 type Credentials struct {
 	AccessKeyID     string
@@ -32,7 +36,7 @@ func ReadCredentials(ctx context.Context, r client.Reader, namespace, name strin
 	var s corev1.Secret
 	if err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Credentials{}, fmt.Errorf("%w: Secret %s/%s not found", ErrCredentials, namespace, name)
+			return Credentials{}, fmt.Errorf("%w: %w: Secret %s/%s", ErrCredentials, ErrSecretGone, namespace, name)
 		}
 		return Credentials{}, fmt.Errorf("read credentials Secret %s/%s: %w", namespace, name, err)
 	}

@@ -39,4 +39,12 @@ const (
 	// deletion kept the S3 object it names (whoever wrote the Backup may
 	// have pointed it at data that is not theirs).
 	BackupReasonObjectKeptUnverified = "ObjectKeptUnverified"
+	// BackupReasonObjectKeptCredentialsGone: the credentials Secret the
+	// Backup names does not exist, so its deletion kept the S3 object
+	// rather than wait for a Secret that may never come back.
+	BackupReasonObjectKeptCredentialsGone = "ObjectKeptCredentialsGone"
+	// BackupReasonObjectKeptNamespaceTerminating: the Backup's namespace is
+	// being deleted and the object could not be deleted at once, so it was
+	// kept rather than hold the namespace.
+	BackupReasonObjectKeptNamespaceTerminating = "ObjectKeptNamespaceTerminating"
 )
