@@ -82,10 +82,11 @@ func renderString(text string, data map[string]any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("template does not parse: %w", err)
 	}
-	if err := checkShape(t); err != nil {
+	sh, err := checkShape(t)
+	if err != nil {
 		return "", err
 	}
-	return execute(t, data)
+	return execute(t, sh, data)
 }
 
 func nonNil(m map[string]string) map[string]string {
