@@ -157,9 +157,19 @@ func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob) (
 		return "", &o
 	}
 	if holder != nil {
-		o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonRestoreInProgress,
-			"waiting for RestoreJob %q to finish restoring EtcdCluster %s/%s", holder.Name, job.Namespace, ClusterName)
-		return "", &o
+		// A claim whose RestoreJob is gone holds nothing: the restore
+		// path breaks it and the sweeper removes it, but neither needs to
+		// have run for a backup to go ahead.
+		gone, err := claim.HolderGone(ctx, r.APIReader, holder)
+		if err != nil {
+			o := retry(err)
+			return "", &o
+		}
+		if !gone {
+			o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonRestoreInProgress,
+				"waiting for RestoreJob %q to finish restoring EtcdCluster %s/%s", holder.Name, job.Namespace, ClusterName)
+			return "", &o
+		}
 	}
 	var cluster etcdv1alpha2.EtcdCluster
 	err = r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: ClusterName}, &cluster)

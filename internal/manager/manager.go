@@ -108,6 +108,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)
 	}
+	sweeper := &claim.Sweeper{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Namespace: o.Namespace, Interval: o.ClaimSweepInterval}
+	if err := mgr.Add(sweeper); err != nil {
+		return nil, fmt.Errorf("add restore claim sweeper: %w", err)
+	}
 	for _, setup := range setups {
 		if err := setup(mgr, o, d); err != nil {
 			return nil, err

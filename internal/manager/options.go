@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// ClaimSweepInterval is how often restore claims whose RestoreJob is
+	// gone are removed.
+	ClaimSweepInterval time.Duration
 	// Namespace is the driver's own namespace: restore claims, captures
 	// and the provenance key live there, out of tenants' reach.
 	Namespace string
@@ -114,11 +118,12 @@ func DefaultOptions() Options {
 		KubeAPIBurst: 400,
 		// Not shorter than the etcd-operator's snapshot Job deadline
 		// (1800s): a job never gives up on a snapshot that may still land.
-		BackupDeadline:   30 * time.Minute,
-		RestoreDeadline:  30 * time.Minute,
-		Namespace:        ns,
-		ProvenanceSecret: "etcd-backup-driver-provenance",
-		StagingImage:     os.Getenv("STAGING_IMAGE"),
+		BackupDeadline:     30 * time.Minute,
+		RestoreDeadline:    30 * time.Minute,
+		ClaimSweepInterval: claim.DefaultSweepInterval,
+		Namespace:          ns,
+		ProvenanceSecret:   "etcd-backup-driver-provenance",
+		StagingImage:       os.Getenv("STAGING_IMAGE"),
 	}
 }
 
@@ -144,6 +149,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
 	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
 		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
+	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,
+		"How often restore claims (Leases in the driver's namespace) whose RestoreJob or namespace is gone are removed.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"The driver's own namespace, for restore claims, captures and the provenance key (default: $POD_NAMESPACE, else etcd-backup-driver).")
 	fs.StringVar(&o.ProvenanceSecret, "provenance-secret", o.ProvenanceSecret,

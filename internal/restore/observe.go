@@ -189,19 +189,10 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 	return nil
 }
 
-// holderGone reports whether the RestoreJob holding a claim is gone, or
-// finished and let go of its finalizer (it releases the claim before that,
-// so a claim outliving it was abandoned).
+// holderGone reports whether the claim's holder is gone (claim.HolderGone,
+// the test BackupJobs and the claim sweeper use too).
 func (r *Reconciler) holderGone(ctx context.Context, h *claim.Holder) (bool, error) {
-	rj := &backupsv1alpha1.RestoreJob{}
-	found, err := r.get(ctx, client.ObjectKey{Namespace: h.Namespace, Name: h.Name}, rj)
-	if err != nil {
-		return false, err
-	}
-	if !found || rj.UID != h.UID {
-		return true, nil
-	}
-	return rj.Status.Phase.IsTerminal() && !controllerutil.ContainsFinalizer(rj, backupsv1alpha1.RestoreFinalizer), nil
+	return claim.HolderGone(ctx, r.Reader, h)
 }
 
 func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
