@@ -6,7 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -90,13 +90,11 @@ func TestPlanDrivesBackupsAndRetention(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Equal(second))
 
 	// Retention deleted the first Backup; with policy Delete and no Secret
-	// the finalizer holds it and says why.
-	w.g.Eventually(func(g Gomega) {
-		w.get(backup)
-		g.Expect(backup.DeletionTimestamp).NotTo(BeNil())
-		cond := meta.FindStatusCondition(backup.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
-		g.Expect(cond).NotTo(BeNil())
-		g.Expect(cond.Reason).To(Equal(backupsv1alpha1.BackupReasonCredentialsUnavailable))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+	// it is released keeping its object, and an Event says so.
+	w.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(w.ctx, client.ObjectKeyFromObject(backup), &backupsv1alpha1.Backup{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	w.g.Eventually(func() []string { return w.eventReasons(backup) }).WithTimeout(10 * time.Second).
+		Should(ContainElement(backupsv1alpha1.BackupReasonObjectKeptCredentialsGone))
 	w.g.Expect(w.get(&backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: second}}).GetDeletionTimestamp()).To(BeNil())
 }
