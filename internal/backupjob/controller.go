@@ -45,7 +45,7 @@ type Reconciler struct {
 	Schema *servedschema.Schema
 }
 
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;create
@@ -64,7 +64,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if job.Status.Phase.IsTerminal() {
-		return ctrl.Result{}, nil
+		return requeueOnConflict(r.releaseJob(ctx, &job))
 	}
 
 	// A snapshot with this job's deterministic name means the job is ours
@@ -74,9 +74,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.apply(ctx, &job, *out)
 	}
 	if snap != nil {
+		if job.DeletionTimestamp != nil && r.pastDeadline(&job) {
+			// A deleted job waits for its snapshot only until the
+			// deadline: the operator may never finish it.
+			return requeueOnConflict(r.releaseJob(ctx, &job))
+		}
 		return r.apply(ctx, &job, r.follow(ctx, &job, snap))
 	}
 
+	if job.DeletionTimestamp != nil {
+		// Deleted before its snapshot started: start nothing.
+		return requeueOnConflict(r.releaseJob(ctx, &job))
+	}
 	p, out, err := r.prepare(ctx, &job)
 	if errors.Is(err, errNotOurs) {
 		log.FromContext(ctx).V(1).Info("BackupJob belongs to another strategy; leaving it alone")
@@ -92,6 +101,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"the backup deadline of %s passed before the snapshot could start", r.Deadline))
 	}
 
+	if err := r.holdJob(ctx, &job); err != nil {
+		return requeueOnConflict(err)
+	}
 	snap, out = r.createSnapshot(ctx, &job, p)
 	if out != nil {
 		return r.apply(ctx, &job, *out)

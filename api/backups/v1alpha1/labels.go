@@ -27,6 +27,12 @@ const (
 	// Backups: deleting one waits until the driver has removed its
 	// EtcdSnapshot and, by the recorded policy, its S3 object.
 	BackupCleanupFinalizer = "strategy.backups.cozystack.io/etcd-backup-cleanup"
+	// BackupJobSnapshotFinalizer is on an Etcd BackupJob from just before
+	// its EtcdSnapshot is created until the job ends: deleting the job
+	// while the snapshot runs waits for the snapshot, so an object that
+	// lands in S3 is recorded as a Backup instead of orphaned. It is
+	// released at the backup deadline whatever the snapshot does.
+	BackupJobSnapshotFinalizer = "strategy.backups.cozystack.io/etcd-snapshot-in-flight"
 )
 
 // Condition types written on BackupJobs and RestoreJobs.
