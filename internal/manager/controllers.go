@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 )
 
 // EventSource is the reporting controller name on the driver's Events.
@@ -32,6 +33,7 @@ var controllers = []struct {
 	{"plan", setupPlans},
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
+	{"safetyretention", setupSafetyRetention},
 }
 
 // enabled is the controllers o leaves on; an unknown name is an error.
@@ -115,4 +117,9 @@ func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 		Policy:    d.policy,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupSafetyRetention(mgr ctrl.Manager, o Options, d deps) error {
+	r := &safetyretention.Reconciler{Client: o.client(mgr), Keys: d.keys, Keep: o.SafetyBackupsKeep}
+	return r.SetupWithManager(mgr)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 )
 
 // Options are the driver's settings; each has a command-line flag.
@@ -46,6 +47,9 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// SafetyBackupsKeep is how many safety Backups are kept per
+	// application (besides those unfinished RestoreJobs name).
+	SafetyBackupsKeep int
 	// ClaimSweepInterval is how often restore claims whose RestoreJob is
 	// gone are removed.
 	ClaimSweepInterval time.Duration
@@ -121,6 +125,7 @@ func DefaultOptions() Options {
 		BackupDeadline:     30 * time.Minute,
 		RestoreDeadline:    30 * time.Minute,
 		ClaimSweepInterval: claim.DefaultSweepInterval,
+		SafetyBackupsKeep:  safetyretention.DefaultKeep,
 		Namespace:          ns,
 		ProvenanceSecret:   "etcd-backup-driver-provenance",
 		StagingImage:       os.Getenv("STAGING_IMAGE"),
@@ -149,6 +154,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
 	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
 		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
+	fs.IntVar(&o.SafetyBackupsKeep, "safety-backups-keep", o.SafetyBackupsKeep,
+		"How many safety Backups (taken by restores) are kept per application, besides those an unfinished RestoreJob names; a negative value keeps all.")
 	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,
 		"How often restore claims (Leases in the driver's namespace) whose RestoreJob or namespace is gone are removed.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,

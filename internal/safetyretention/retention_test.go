@@ -1,0 +1,107 @@
+package safetyretention_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+}
+
+// safetyBackup is what a restore records: the driver's exact name, labels
+// and Retain policy, signed with the driver's key.
+func safetyBackup(g Gomega, keys provenance.Keys, ns, restore string, uid types.UID, takenAt time.Time) *backupsv1alpha1.Backup {
+	name := fmt.Sprintf("%s-safety-%08x", restore, takenAt.Unix()&0xffffffff)
+	rec := artifact.Record{SnapshotName: name, SnapshotUID: "snap-" + name, DeletionPolicy: strategyv1alpha1.DeletionPolicyRetain,
+		Destination: strategyv1alpha1.EtcdS3Template{Bucket: "bkt", Endpoint: "https://s3.example.com", Key: ns + "/etcd/",
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
+	u, err := rec.UnderlyingResources()
+	g.Expect(err).NotTo(HaveOccurred())
+	group := strategyv1alpha1.GroupVersion.Group
+	b := &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+			backupsv1alpha1.SafetyBackupLabel: restore, backupsv1alpha1.RestoreJobUIDLabel: string(uid),
+			backupsv1alpha1.ApplicationNameLabel: "etcd"}},
+		Spec: backupsv1alpha1.BackupSpec{
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To(backupsv1alpha1.DefaultApplicationAPIGroup), Kind: "Etcd", Name: "etcd"},
+			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: strategyv1alpha1.EtcdStrategyKind, Name: "s3"},
+			TakenAt:        metav1.NewTime(takenAt),
+			DriverMetadata: rec.DriverMetadata(),
+		},
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: u,
+			Artifact: &backupsv1alpha1.BackupArtifact{URI: artifact.URI("bkt", artifact.ObjectKey(ns+"/etcd/", name))}},
+	}
+	g.Expect(provenance.Seal(context.Background(), keys, b)).To(Succeed())
+	g.Expect(env.Client.Create(context.Background(), b)).To(Succeed())
+	return b
+}
+
+// Every restore leaves a safety Backup; they were never removed. The newest
+// three per application are kept, and so is an older one an unfinished
+// RestoreJob restores from; the rest go.
+func TestSafetyBackupsHaveARetention(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "safety-"}}
+	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	keys := &provenance.Keyring{Reader: env.Client, Writer: env.Client, Namespace: testenv.DriverNamespace, Name: provenance.DefaultSecretName}
+	g.Expect(keys.Ensure(ctx)).To(Succeed())
+
+	t0 := time.Now().Add(-10 * time.Hour).Truncate(time.Second)
+	var all []*backupsv1alpha1.Backup
+	for i := range 6 {
+		all = append(all, safetyBackup(g, keys, ns.Name, fmt.Sprintf("restore-%d", i), types.UID(fmt.Sprintf("uid-%d", i)), t0.Add(time.Duration(i)*time.Hour)))
+	}
+	reading := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "undo"},
+		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: all[1].Name}}}
+	g.Expect(env.Client.Create(ctx, reading)).To(Succeed())
+
+	o := manager.DefaultOptions()
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	o.SkipControllerNameValidation = true
+	mgr, err := manager.New(env.Config, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	exists := func(b *backupsv1alpha1.Backup) bool {
+		var got backupsv1alpha1.Backup
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(b), &got)
+		if apierrors.IsNotFound(err) {
+			return false
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		return got.DeletionTimestamp == nil
+	}
+	g.Eventually(func() []bool {
+		var out []bool
+		for _, b := range all {
+			out = append(out, exists(b))
+		}
+		return out
+	}).WithTimeout(20*time.Second).Should(Equal([]bool{false, true, false, true, true, true}),
+		"want the newest three and the one RestoreJob %s reads", reading.Name)
+}
