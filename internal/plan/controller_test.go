@@ -19,6 +19,7 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // After three hours without a controller, one reconcile starts only the
@@ -392,4 +393,23 @@ func TestRetentionIgnoresForgedBackups(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(backupNames(g, ns)).To(ConsistOf("real-1", "real-2", "forged-1", "forged-2", "edited"))
 	g.Expect(getPlan(g, p).Status.LastSuccessfulBackup).To(Equal("real-2"))
+}
+
+// A tenant's 40 KB cron expression is quoted in the error; uncut, the
+// condition message exceeds the CRD's 32768 and every status write fails for
+// ever. The condition and the Event are cut like every other message.
+func TestHugeCronIsReportedCut(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	h := newHarness(time.Now().Add(time.Hour))
+	p := createPlan(g, ns, "huge", "@"+strings.Repeat("x", 40<<10), "", nil)
+	_, err := h.reconcile(p)
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "error %v must be terminal", err)
+	cond := meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionError)
+	g.Expect(cond).NotTo(BeNil(), "the status write failed")
+	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.PlanReasonInvalidCron))
+	g.Expect(len(cond.Message)).To(BeNumerically("<=", textlimit.MaxMessage))
+	for _, e := range containing(h.events(), backupsv1alpha1.PlanReasonInvalidCron) {
+		g.Expect(len(e)).To(BeNumerically("<=", textlimit.MaxNote+200))
+	}
 }

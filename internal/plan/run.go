@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
@@ -97,7 +98,7 @@ func (r *Reconciler) start(ctx context.Context, plan *backupsv1alpha1.Plan, obs 
 	plan.Status.LastScheduleTime = &metav1.Time{Time: due}
 	msg := fmt.Sprintf("created BackupJob %s for the run due at %s", job.Name, due.UTC().Format(time.RFC3339))
 	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionTrue, backupsv1alpha1.PlanReasonJobCreated, msg)
-	r.Recorder.Eventf(plan, job, corev1.EventTypeNormal, backupsv1alpha1.PlanReasonJobCreated, "Schedule", "%s", msg)
+	r.Recorder.Eventf(plan, job, corev1.EventTypeNormal, backupsv1alpha1.PlanReasonJobCreated, "Schedule", "%s", textlimit.Note(msg))
 	return nil
 }
 
@@ -125,7 +126,7 @@ func (r *Reconciler) skip(plan *backupsv1alpha1.Plan, reason string, n int, last
 		// Asked for; a Warning at every tick would only be noise.
 		return
 	}
-	r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", msg)
+	r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", textlimit.Note(msg))
 }
 
 // newJob is the BackupJob for the run of plan due at due.

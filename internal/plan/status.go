@@ -32,7 +32,7 @@ func (r *Reconciler) validate(plan *backupsv1alpha1.Plan) (Schedule, error) {
 		setCondition(plan, backupsv1alpha1.PlanConditionError, metav1.ConditionTrue, reason,
 			err.Error()+"; no BackupJobs are created until the Plan is fixed")
 		plan.Status.NextScheduleTime = nil
-		r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Validate", "%s", err.Error())
+		r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Validate", "%s", textlimit.Note(err.Error()))
 		return nil, err
 	}
 	setCondition(plan, backupsv1alpha1.PlanConditionError, metav1.ConditionFalse,
@@ -55,13 +55,15 @@ func (r *Reconciler) checkSpec(plan *backupsv1alpha1.Plan) (Schedule, error) {
 }
 
 // setCondition sets a condition on the Plan's status, keeping its
-// transition time when the status does not change.
+// transition time when the status does not change. The message is cut
+// (textlimit): it quotes tenant input (a cron expression, names), and one
+// over the CRD's limit would make every status write fail.
 func setCondition(plan *backupsv1alpha1.Plan, condType string, status metav1.ConditionStatus, reason, message string) {
 	meta.SetStatusCondition(&plan.Status.Conditions, metav1.Condition{
 		Type:               condType,
 		Status:             status,
 		Reason:             reason,
-		Message:            message,
+		Message:            textlimit.Message(message),
 		ObservedGeneration: plan.Generation,
 	})
 }
