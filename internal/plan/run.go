@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // runDue starts or skips the runs that are due at now and returns the next
