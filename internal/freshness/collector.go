@@ -66,6 +66,10 @@ type Options struct {
 	Synced func() bool
 	// Verify decides which Backups count; nil means TrustReadyPhase.
 	Verify Verifier
+	// Epoch changes whenever the keys Verify uses change (a key added,
+	// rotated or removed): every remembered verdict is then asked again.
+	// Nil means the keys never change. Called once per scrape.
+	Epoch func() uint64
 	// Clock is the time ages are measured against; nil means the real clock.
 	Clock clock.PassiveClock
 }
@@ -84,10 +88,12 @@ type Collector struct {
 	verdicts  map[types.UID]verdict
 	apps      map[appKey]appStats
 	intervals map[scheduleKey]cachedInterval
+	epoch     uint64
 }
 
 type verdict struct {
 	resourceVersion string
+	epoch           uint64
 	takenAt         time.Time
 	ok              bool
 	seen            uint64
@@ -149,6 +155,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.scrape++
+	if c.o.Epoch != nil {
+		c.epoch = c.o.Epoch()
+	}
 	now := c.o.Clock.Now()
 	c.collectBackups(ch, now)
 	c.collectPlans(ch, now)
@@ -161,7 +170,10 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		if !ok || b.DeletionTimestamp != nil || !backupdeletion.IsEtcdBackup(b) {
 			continue
 		}
-		v := c.verdict(b)
+		v, decided := c.verdict(b)
+		if !decided {
+			continue // asked again next scrape
+		}
 		key := appKey{b.Namespace, b.Spec.ApplicationRef.Name}
 		st := c.apps[key]
 		switch {
@@ -198,16 +210,21 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 }
 
 // verdict returns the Verifier's answer for b, asking only when b is new
-// or changed since it was last asked.
-func (c *Collector) verdict(b *backupsv1alpha1.Backup) verdict {
+// or changed, or the keys changed, since it was last asked. decided is
+// false when the Verifier could not decide now; nothing is remembered then.
+func (c *Collector) verdict(b *backupsv1alpha1.Backup) (v verdict, decided bool) {
 	v, ok := c.verdicts[b.UID]
-	if !ok || v.resourceVersion != b.ResourceVersion {
-		takenAt, good := c.o.Verify(b)
-		v = verdict{resourceVersion: b.ResourceVersion, takenAt: takenAt, ok: good}
+	if !ok || v.resourceVersion != b.ResourceVersion || v.epoch != c.epoch {
+		takenAt, good, err := c.o.Verify(b)
+		if err != nil {
+			delete(c.verdicts, b.UID)
+			return verdict{}, false
+		}
+		v = verdict{resourceVersion: b.ResourceVersion, epoch: c.epoch, takenAt: takenAt, ok: good}
 	}
 	v.seen = c.scrape
 	c.verdicts[b.UID] = v
-	return v
+	return v, true
 }
 
 func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {

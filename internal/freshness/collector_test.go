@@ -59,9 +59,9 @@ func storeOf(objs ...any) toolscache.Store {
 }
 
 // rejectForged is a test Verifier: Backups labelled forged fail.
-func rejectForged(b *backupsv1alpha1.Backup) (time.Time, bool) {
+func rejectForged(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 	if b.Labels["forged"] == "true" {
-		return time.Time{}, false
+		return time.Time{}, false, nil
 	}
 	return TrustReadyPhase(b)
 }
@@ -146,7 +146,7 @@ func TestCollectorServesNothingUntilTheCachesSync(t *testing.T) {
 func TestCollectorAsksTheVerifierOncePerBackupVersion(t *testing.T) {
 	g := NewWithT(t)
 	calls := map[string]int{}
-	counting := func(b *backupsv1alpha1.Backup) (time.Time, bool) {
+	counting := func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		calls[b.Name]++
 		return TrustReadyPhase(b)
 	}

@@ -13,10 +13,13 @@ import (
 // Backups from forged ones; the metrics count only what the Verifier
 // accepts.
 //
-// A Verifier must be a pure function of the object it is given: the
-// Collector remembers each verdict per Backup UID and resourceVersion and
-// asks again only when the object changes.
-type Verifier func(*backupsv1alpha1.Backup) (takenAt time.Time, ok bool)
+// A Verifier must be a pure function of the object it is given and of the
+// keys (Options.Epoch): the Collector remembers each verdict per Backup UID,
+// resourceVersion and epoch, and asks again only when one changes. An error
+// means it could not decide now (the keys could not be read): that Backup
+// is counted nowhere in this scrape and nothing is remembered about it, so
+// a transient failure never turns into a lasting "unverified".
+type Verifier func(*backupsv1alpha1.Backup) (takenAt time.Time, ok bool, err error)
 
 // TrustReadyPhase is a PLACEHOLDER Verifier for tests and for drivers built
 // without Backup provenance: it accepts every Backup whose status.phase is
@@ -24,9 +27,9 @@ type Verifier func(*backupsv1alpha1.Backup) (takenAt time.Time, ok bool)
 // Backup can therefore make an application look freshly backed up. The
 // manager uses the provenance check unless a test sets
 // manager.Options.BackupVerifier.
-func TrustReadyPhase(b *backupsv1alpha1.Backup) (time.Time, bool) {
+func TrustReadyPhase(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.Spec.TakenAt.IsZero() {
-		return time.Time{}, false
+		return time.Time{}, false, nil
 	}
-	return b.Spec.TakenAt.Time, true
+	return b.Spec.TakenAt.Time, true, nil
 }

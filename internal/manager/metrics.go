@@ -21,7 +21,12 @@ func setupBackupMetrics(mgr ctrl.Manager, o Options, d deps) error {
 	if verify == nil {
 		verify = provenanceVerifier(d.keys)
 	}
-	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), verify, o.Clock)
+	epoch := func() uint64 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return d.keys.Generation(ctx)
+	}
+	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), verify, epoch, o.Clock)
 	if err != nil {
 		return fmt.Errorf("backup metrics: %w", err)
 	}
@@ -32,16 +37,20 @@ func setupBackupMetrics(mgr ctrl.Manager, o Options, d deps) error {
 }
 
 // provenanceVerifier counts a Backup when the driver's signature verifies,
-// at the signed time. A key that cannot be read now counts it out (the next
-// change of the Backup asks again).
+// at the signed time. A key that cannot be read now is an error: the
+// Collector asks again at the next scrape instead of remembering the Backup
+// as unverified.
 func provenanceVerifier(keys provenance.Keys) freshness.Verifier {
-	return func(b *backupsv1alpha1.Backup) (time.Time, bool) {
+	return func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		v, err := provenance.Verify(ctx, keys, b)
-		if err != nil || !v.Verified || b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
-			return time.Time{}, false
+		if err != nil {
+			return time.Time{}, false, err
 		}
-		return v.TakenAt(), true
+		if !v.Verified || b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
+			return time.Time{}, false, nil
+		}
+		return v.TakenAt(), true, nil
 	}
 }

@@ -40,6 +40,23 @@ type Keyring struct {
 	keys     map[string][]byte
 	active   string
 	loadedAt time.Time
+	// version is the Secret's resourceVersion when last read; generation
+	// counts the reads that found it changed.
+	version    string
+	generation uint64
+}
+
+// Generation re-reads the Secret when the copy is older than Refresh and
+// returns a number that changes whenever the keys may have (a key added,
+// rotated or removed), so verdicts remembered under other keys can be
+// re-checked. A failed read keeps the last number.
+func (k *Keyring) Generation(ctx context.Context) uint64 {
+	if err := k.load(ctx, false); err != nil {
+		log.FromContext(ctx).Error(err, "re-read the provenance keys")
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.generation
 }
 
 // Start ensures the Secret exists, creating it with a fresh random key on
@@ -143,6 +160,10 @@ func (k *Keyring) load(ctx context.Context, force bool) error {
 	}
 	k.mu.Lock()
 	k.keys, k.active, k.loadedAt = keys, string(s.Data[ActiveEntry]), time.Now()
+	if s.ResourceVersion != k.version {
+		k.version = s.ResourceVersion
+		k.generation++
+	}
 	k.mu.Unlock()
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,5 +69,30 @@ func TestKeyringCreatesRotatesAndKeepsOldKeys(t *testing.T) {
 	}
 	if v, err := Verify(ctx, kr(), old); err != nil || v.Verified || v.Reason != ReasonUnknownKey {
 		t.Fatalf("a removed key still verifies: %+v, %v", v, err)
+	}
+}
+
+// Generation changes when the key Secret does (so the metrics verifier
+// re-checks what it remembered), and only then.
+func TestKeyringGenerationFollowsTheSecret(t *testing.T) {
+	ctx := context.Background()
+	k := &Keyring{Reader: env.Client, Writer: env.Client, Namespace: testenv.DriverNamespace, Name: "keys-generation", Refresh: time.Nanosecond}
+	if err := k.Ensure(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g1 := k.Generation(ctx)
+	if g := k.Generation(ctx); g != g1 {
+		t.Fatalf("generation moved from %d to %d with no change", g1, g)
+	}
+	var s corev1.Secret
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Data["k2"] = []byte(strings.Repeat("n", 32))
+	if err := env.Client.Update(ctx, &s); err != nil {
+		t.Fatal(err)
+	}
+	if g := k.Generation(ctx); g == g1 {
+		t.Fatalf("generation stayed %d after the Secret changed", g)
 	}
 }

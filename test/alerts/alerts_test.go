@@ -74,9 +74,9 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	o.LeaderElect, o.LeaderElectionNamespace = true, "default"
 	o.SkipControllerNameValidation = true
 	o.Clock = clk
-	o.BackupVerifier = func(b *backupsv1alpha1.Backup) (time.Time, bool) {
+	o.BackupVerifier = func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		if b.Labels[forgedLabel] == "true" {
-			return time.Time{}, false
+			return time.Time{}, false, nil
 		}
 		return freshness.TrustReadyPhase(b)
 	}

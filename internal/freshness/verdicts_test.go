@@ -1,0 +1,65 @@
+package freshness
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// counts is the verified/unverified series of tenant-a/etcd as text.
+func counts(verified, unverified int) string {
+	return fmt.Sprintf(`
+# HELP etcd_backup_driver_unverified_backups Ready Etcd Backups the driver's verifier rejects (not counted anywhere else; possibly forged).
+# TYPE etcd_backup_driver_unverified_backups gauge
+etcd_backup_driver_unverified_backups{application="etcd",namespace="tenant-a"} %d
+# HELP etcd_backup_driver_verified_backups Verified Ready Backups each application has.
+# TYPE etcd_backup_driver_verified_backups gauge
+etcd_backup_driver_verified_backups{application="etcd",namespace="tenant-a"} %d
+`, unverified, verified)
+}
+
+// The keys could not be read at one scrape (API server hiccup): the Backup
+// is not remembered as unverified — a genuine backup would otherwise look
+// forged, and the application stale, until the Backup next changes.
+func TestAnUndecidedVerdictIsNotRemembered(t *testing.T) {
+	g := NewWithT(t)
+	failing := true
+	verify := func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
+		if failing {
+			return time.Time{}, false, errors.New("provenance key Secret: connection refused")
+		}
+		return TrustReadyPhase(b)
+	}
+	c := New(Options{Backups: storeOf(backup("tenant-a", "a", "etcd", time.Hour, 1)), Plans: storeOf(), Verify: verify,
+		Clock: clocktesting.NewFakePassiveClock(now)})
+	g.Expect(testutil.CollectAndCount(c, MetricUnverified)).To(BeZero(), "an undecided Backup counted as unverified")
+	failing = false
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(counts(1, 0)), MetricVerified, MetricUnverified)).To(Succeed())
+}
+
+// A key removed from (or added to) the key ring changes what verifies: the
+// remembered verdicts are asked again when the keys change, not kept until
+// each Backup next changes.
+func TestVerdictsAreAskedAgainWhenTheKeysChange(t *testing.T) {
+	g := NewWithT(t)
+	keyPresent, epoch := true, uint64(1)
+	verify := func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
+		if !keyPresent {
+			return time.Time{}, false, nil
+		}
+		return TrustReadyPhase(b)
+	}
+	c := New(Options{Backups: storeOf(backup("tenant-a", "a", "etcd", time.Hour, 1)), Plans: storeOf(), Verify: verify,
+		Epoch: func() uint64 { return epoch }, Clock: clocktesting.NewFakePassiveClock(now)})
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(counts(1, 0)), MetricVerified, MetricUnverified)).To(Succeed())
+	keyPresent, epoch = false, 2
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(counts(0, 1)), MetricVerified, MetricUnverified)).To(Succeed())
+}
