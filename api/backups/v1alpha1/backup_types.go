@@ -27,8 +27,13 @@ type BackupSpec struct {
 	StrategyRef TypedLocalObjectReference `json:"strategyRef"`
 	// TakenAt is when the data was captured.
 	TakenAt metav1.Time `json:"takenAt"`
-	// DriverMetadata is opaque, driver-owned data needed to restore.
+	// DriverMetadata is opaque, driver-owned data needed to restore. It is
+	// bounded (64 entries, keys of at most 253 and values of at most 4096
+	// characters) so that no tenant can make the drivers' caches of every
+	// Backup grow without limit.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="driverMetadata keys may have at most 253 and values at most 4096 characters"
 	DriverMetadata map[string]string `json:"driverMetadata,omitempty"`
 }
 

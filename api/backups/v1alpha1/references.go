@@ -11,10 +11,13 @@ type TypedLocalObjectReference struct {
 	// APIGroup of the referenced kind. Empty means the core group for most
 	// references and apps.cozystack.io for application references.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	APIGroup *string `json:"apiGroup,omitempty"`
 	// Kind of the referenced object.
+	// +kubebuilder:validation:MaxLength=63
 	Kind string `json:"kind"`
 	// Name of the referenced object.
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
 
@@ -23,6 +26,7 @@ type TypedLocalObjectReference struct {
 type LocalObjectReference struct {
 	// Name of the referenced object.
 	// +default=""
+	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name"`
 }
 

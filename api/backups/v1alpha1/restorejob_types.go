@@ -36,9 +36,11 @@ type RestoreJobSpec struct {
 	// with the recorded size) and rollback (bool, default true: re-create
 	// the cluster from the safety Backup when the restore fails after the
 	// old cluster was deleted).
+	// At most 16 entries.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
+	// +kubebuilder:validation:MaxProperties=16
 	Options *runtime.RawExtension `json:"options,omitempty"`
 }
 
