@@ -17,6 +17,9 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -106,10 +109,15 @@ func TestLookAlikeCaptureIsIgnored(t *testing.T) {
 	tn.Create(rj)
 	// Created right after the job, before the driver captures: the names
 	// the driver used to give its captures, pointing elsewhere.
-	for _, name := range []string{"restore-capture-" + string(rj.UID)[:8], "restore"} {
+	// The first is the driver's exact capture name, with its exact labels.
+	exact := names.Subdomain(names.MaxSubdomain, "restore-capture", rj.Namespace, rj.Name, names.Hash(string(rj.UID)))
+	for _, name := range []string{exact, "restore-capture-" + string(rj.UID)[:8], "restore"} {
+		lbls := map[string]string{backupsv1alpha1.RestoreJobUIDLabel: string(rj.UID)}
+		for k, v := range restore.CaptureLabels() {
+			lbls[k] = v
+		}
 		tn.Create(&corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name, Labels: map[string]string{
-				"app.kubernetes.io/component": "etcd-restore-capture", backupsv1alpha1.RestoreJobUIDLabel: string(rj.UID)}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name, Labels: lbls},
 			Data: map[string]string{
 				"etcdcluster.yaml":        "apiVersion: etcd-operator.cozystack.io/v1alpha2\nkind: EtcdCluster\nspec:\n  replicas: 1\n",
 				"restore-source.yaml":     "bucket: " + platform.Bucket + "\nkey: victim/etcd/theirs.db\nendpoint: http://127.0.0.2\n",
@@ -131,11 +139,22 @@ func TestLookAlikeCaptureIsIgnored(t *testing.T) {
 func TestTenantLeaseDoesNotBlockRestores(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
 	b := tn.Backup("nightly", "")
-	holder := "someone/else"
-	for _, name := range []string{"etcd-restore-etcd", "etcd-restore-" + tn.NS} {
+	// A RestoreJob that exists and has not finished (its Backup does not
+	// exist), so a claim naming it is not stale: only where the Lease is
+	// can make the driver ignore it.
+	holderJob := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "holder"},
+		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "does-not-exist"}}}
+	tn.Create(holderJob)
+	holder := tn.NS + "/" + holderJob.Name
+	exact := claim.LeaseName(claim.Target{Namespace: tn.NS, Cluster: "etcd"})
+	for _, name := range []string{exact, "etcd-restore-etcd", "etcd-restore-" + tn.NS} {
+		// The driver's exact name, labels and annotation.
 		tn.Create(&coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name, Labels: map[string]string{
-				"app.kubernetes.io/component": "etcd-restore-claim", "backups.cozystack.io/target-namespace": tn.NS}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: name,
+				Labels: map[string]string{
+					claim.ComponentLabel: claim.ComponentValue, claim.TargetNamespaceLabel: tn.NS,
+					backupsv1alpha1.ApplicationNameLabel: "etcd", backupsv1alpha1.RestoreJobUIDLabel: string(holderJob.UID)},
+				Annotations: map[string]string{claim.HolderNameAnnotation: holderJob.Name}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
 		})
 	}
