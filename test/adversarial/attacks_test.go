@@ -212,6 +212,17 @@ func TestOversizedBackupFieldIsReported(t *testing.T) {
 // 64-character application name gets a clear terminal phase.
 func TestLongAndDottedNames(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
+	// The BackupJob half reaches label hashing: a valid, long, dotted job
+	// name (253 characters) ends in a Backup, and every label the driver
+	// derives from it is a valid label value.
+	long := "nightly.2026-06-01." + strings.Repeat("j", 253-len("nightly.2026-06-01."))
+	lb := tn.Backup(long, "")
+	for k, v := range lb.Labels {
+		tn.G.Expect(len(v)).To(BeNumerically("<=", 63), "label %s", k)
+	}
+	tn.G.Expect(lb.Labels).To(HaveKey(backupsv1alpha1.OwningJobNameLabel))
+	tn.G.Expect(lb.Labels[backupsv1alpha1.OwningJobNameLabel]).NotTo(Equal(long))
+
 	b := tn.Backup("nightly", "")
 	for _, name := range []string{strings.Repeat("r", 75), "restore-from-the-nightly-backup.2026-06-01"} {
 		rj := tn.Restore(name, b.Name, "")
