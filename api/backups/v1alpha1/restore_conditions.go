@@ -181,8 +181,9 @@ const (
 	// TenantControlPlane's spec.writePermissions from before the fence
 	// (JSON), which lifting the fence puts back.
 	PriorWritePermissionsAnnotation = "etcd-backup-driver.cozystack.io/prior-write-permissions"
-	// RestartedPodsAnnotation lists (comma-separated UIDs) the control
-	// plane Pods a restore deleted to restart its kube-apiservers; the
-	// restart is done when none of them is left and a new Pod is Ready.
+	// RestartedPodsAnnotation records (JSON: {at, pods}) when a restore
+	// began restarting a control plane's kube-apiservers and the UIDs of
+	// the Pods it deleted; the restart is done when none of them is left
+	// and a new Pod is Ready.
 	RestartedPodsAnnotation = "etcd-backup-driver.cozystack.io/restarted-pods"
 )
