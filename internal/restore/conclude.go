@@ -32,6 +32,14 @@ func decideHandBack(o *observation, out *outcome) decision {
 			return decision{state: stateHandOverSnapshot}
 		}
 	}
+	// The control planes come back first (restarted on a healthy cluster,
+	// then unfenced), then the staging claim is settled.
+	if d, ok := decidePlanesBack(o); ok {
+		return d
+	}
+	if o.staging != nil {
+		return decision{state: stateSettleStaging}
+	}
 	// The hand-back steps keep the status the conclusion wrote ("handing
 	// the application back: ..."): no status write of their own.
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,4 +341,35 @@ func toTemplates(in []strategyS3) []strategyv1alpha1.EtcdS3Template {
 			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: d.Secret}})
 	}
 	return out
+}
+
+// revisionTable plays the live clusters' revisions in the suite (there is
+// no real etcd behind the suite's EtcdClusters): a namespace's entry, or
+// defaultLiveRevision.
+type revisionTable struct {
+	mu   sync.Mutex
+	revs map[string]int64
+	errs map[string]error
+}
+
+const defaultLiveRevision = 4242
+
+var testRevisions = &revisionTable{revs: map[string]int64{}, errs: map[string]error{}}
+
+func (t *revisionTable) Revision(_ context.Context, ns string) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.errs[ns]; err != nil {
+		return 0, err
+	}
+	if r, ok := t.revs[ns]; ok {
+		return r, nil
+	}
+	return defaultLiveRevision, nil
+}
+
+func (t *revisionTable) fail(ns string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs[ns] = err
 }

@@ -45,7 +45,7 @@ func world() *observation {
 		target:  claim.Target{Namespace: "ns", Cluster: clusterName},
 		holder:  &claim.Holder{Namespace: "ns", Name: "rj", UID: "uid-1"},
 		capture: &capture{namespace: "driver", name: "cap", app: testApp, cluster: live, hrPrior: hrNotSuspended,
-			source: sourceFrom(src, "b"), rollback: &rb},
+			source: sourceFrom(src, &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b"}}), rollback: &rb},
 		hr:      &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{Suspend: true}},
 		cluster: cluster,
 	}
