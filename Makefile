@@ -96,8 +96,9 @@ tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests us
 ##@ Build and test
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager binary and etcd-stage, the restore's staging step.
 	go build -o $(BIN)/manager ./cmd/manager
+	go build -o $(BIN)/etcd-stage ./cmd/etcd-stage
 
 .PHONY: plugin
 plugin: ## Build bin/ebdctl and the kubectl plugin bin/kubectl-etcd_backup (`kubectl etcd-backup` once on PATH).
