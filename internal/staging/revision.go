@@ -2,7 +2,6 @@ package staging
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -112,33 +111,4 @@ func bumpRevision(path string, p Plan) (edit, error) {
 		return edit{}, err
 	}
 	return e, nil
-}
-
-// latestRevision reads what bumpRevision wrote: the latest main revision in
-// bucket "key" and the scheduled compaction (0 when none). Tests and the
-// proof use it to check a staged file without booting etcd.
-func latestRevision(path string) (latest, scheduled int64, err error) {
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer db.Close()
-	err = db.View(func(tx *bolt.Tx) error {
-		keys, meta := tx.Bucket(keyBucket), tx.Bucket(metaBucket)
-		if keys == nil || meta == nil {
-			return errors.New("not an etcd v3 database")
-		}
-		if last, _ := keys.Cursor().Last(); last != nil {
-			if latest, err = parseRevisionKey(last); err != nil {
-				return err
-			}
-		}
-		if v := meta.Get(scheduledCompactID); v != nil {
-			if scheduled, err = parseRevisionKey(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return latest, scheduled, err
 }

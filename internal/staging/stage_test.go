@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -224,4 +225,32 @@ func TestPlanTarget(t *testing.T) {
 			}
 		})
 	}
+}
+
+// latestRevision reads what bumpRevision wrote: the latest main revision in
+// bucket "key" and the scheduled compaction (0 when none).
+func latestRevision(path string) (latest, scheduled int64, err error) {
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: 10 * time.Second})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		keys, meta := tx.Bucket(keyBucket), tx.Bucket(metaBucket)
+		if keys == nil || meta == nil {
+			return errors.New("not an etcd v3 database")
+		}
+		if last, _ := keys.Cursor().Last(); last != nil {
+			if latest, err = parseRevisionKey(last); err != nil {
+				return err
+			}
+		}
+		if v := meta.Get(scheduledCompactID); v != nil {
+			if scheduled, err = parseRevisionKey(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return latest, scheduled, err
 }
