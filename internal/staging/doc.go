@@ -24,7 +24,7 @@
 // past the expected size, and refused if its size, sha256 or etcd's
 // integrity trailer is wrong. Only then is it opened as a bolt database,
 // edited, given a fresh trailer, synced and renamed into place, so the
-// output path holds either nothing or a complete staged snapshot.
+// output path never holds a partial or unchecked file.
 //
 // The Job reports one line of JSON (Report) in its termination message and
 // exits with ExitStaged, ExitRetryable or ExitRefused; the driver's Job
