@@ -17,7 +17,7 @@ package stagingjob
 
 import (
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -29,6 +29,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
 // Files on the staging claim, and where the Job mounts it.
@@ -54,7 +55,7 @@ const (
 // writes between two backups). A rollback lands above anything the
 // restored cluster can have reached in its short, fenced life.
 const (
-	UnknownLiveBump = 1_000_000_000
+	UnknownLiveBump = staging.UnknownLiveBump
 	RollbackMargin  = 1_000_000_000
 )
 
@@ -130,11 +131,11 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: ClaimSize(s)}},
 		},
 	}
-	restoreFlags, rollbackFlags := revisionFlags(s.LiveRevision)
-	containers := []corev1.Container{container(s, "stage", s.Restore, RestoreFile, restoreFlags)}
+	restorePlan, rollbackPlan := revisionPlans(s.LiveRevision)
+	containers := []corev1.Container{container(s, "stage", s.Restore, RestoreFile, restorePlan)}
 	var inits []corev1.Container
 	if s.Rollback != nil {
-		inits = append(inits, container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackFlags))
+		inits = append(inits, container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan))
 	}
 	deadline := int64(max(s.Deadline/time.Second, 60))
 	job := &batchv1.Job{
@@ -171,38 +172,28 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 	return pvc, job
 }
 
-// revisionFlags are the restore's and the rollback's revision flags.
-func revisionFlags(live int64) (restore, rollback []string) {
+// revisionPlan is how far one staged file's revision is raised: above a
+// floor, or by a fixed bump.
+type revisionPlan struct{ floor, bump int64 }
+
+// revisionPlans are the restore's and the rollback's.
+func revisionPlans(live int64) (restore, rollback revisionPlan) {
 	if live > 0 {
-		return []string{"--revision-floor=" + strconv.FormatInt(live, 10)},
-			[]string{"--revision-floor=" + strconv.FormatInt(live+RollbackMargin, 10)}
+		return revisionPlan{floor: live}, revisionPlan{floor: live + RollbackMargin}
 	}
-	return []string{"--bump-revision=" + strconv.FormatInt(UnknownLiveBump, 10)},
-		[]string{"--bump-revision=" + strconv.FormatInt(UnknownLiveBump+RollbackMargin, 10)}
+	return revisionPlan{bump: UnknownLiveBump}, revisionPlan{bump: UnknownLiveBump + RollbackMargin}
 }
 
-func container(s Spec, name string, o Object, file string, revision []string) corev1.Container {
-	args := []string{
-		"--endpoint=" + o.Endpoint, "--bucket=" + o.Bucket, "--key=" + o.Key,
-		"--size=" + strconv.FormatInt(o.Size, 10), "--sha256=" + o.SHA256,
-		"--out=" + MountPath + "/" + file, "--termination-log=" + TerminationLog,
-	}
-	if o.Region != "" {
-		args = append(args, "--region="+o.Region)
-	}
-	if o.PathStyle {
-		args = append(args, "--path-style")
-	}
-	for _, c := range s.AllowedEndpointCIDRs {
-		args = append(args, "--allowed-endpoint-cidrs="+c)
-	}
-	if s.AllowHTTP {
-		args = append(args, "--allow-http")
-	}
-	args = append(args, revision...)
+func container(s Spec, name string, o Object, file string, p revisionPlan) corev1.Container {
+	args := staging.Options{
+		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
+		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
+		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
+		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: TerminationLog,
+	}.Args()
 	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, o.SecretName), secretEnv(s3object.SecretAccessKeyKey, o.SecretName)}
 	if s.CAPEM != "" {
-		env = append(env, corev1.EnvVar{Name: "S3_CA_PEM", Value: s.CAPEM})
+		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: s.CAPEM})
 	}
 	return corev1.Container{
 		Name: name, Image: s.Image, Command: []string{Command}, Args: args, Env: env,
