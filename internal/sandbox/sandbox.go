@@ -5,7 +5,9 @@
 // (internal/manager.New), an embedded S3 server, and stand-ins for the
 // etcd-operator (EtcdMembers, member PVCs, real etcd member processes, real
 // snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
-// helm-controller (charts/etcd rendered with the Helm SDK). cmd/sandbox,
+// helm-controller (charts/etcd rendered with the Helm SDK), and a stand-in
+// for Kamaji that runs a real kube-apiserver per TenantControlPlane on its
+// tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
 // `make demo` and test/e2e all start it through Start.
 package sandbox
 
@@ -18,15 +20,19 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -49,6 +55,11 @@ type Options struct {
 	SnapshotJobDeadline time.Duration
 	// Driver adjusts the driver's manager options (deadlines, ...).
 	Driver func(*manager.Options)
+	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
+	// then get no kube-apiserver. By default every TenantControlPlane a
+	// test or script creates (kamajistandin.CreateControlPlane) gets one;
+	// none exists unless created, so tenants opt in.
+	NoControlPlanes bool
 }
 
 // Sandbox defaults.
@@ -73,6 +84,9 @@ type Sandbox struct {
 	Snapshots *operator.SnapshotStatsStore
 	// Faults injects stand-in operator failures (see operator.Faults).
 	Faults *operator.Faults
+	// ControlPlanes runs the TenantControlPlanes' kube-apiservers; nil
+	// with Options.NoControlPlanes.
+	ControlPlanes *kamajistandin.StandIn
 	// Dir is the sandbox's data folder.
 	Dir string
 
@@ -153,8 +167,10 @@ func Start(o Options) (_ *Sandbox, err error) {
 func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	skip := true
 	scheme := driverscheme.New()
-	if err := etcdmember.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{etcdmember.AddToScheme, kamajiv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
 		Scheme:                 scheme,
@@ -178,16 +194,40 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err := helm.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if !o.NoControlPlanes {
+		if s.ControlPlanes, err = kamajistandin.Setup(mgr, kamajistandin.Options{
+			APIServerBinary: filepath.Join(testenv.RepoRoot(), "bin", "kube-apiserver"),
+			Dir:             filepath.Join(s.Dir, "controlplanes"),
+			Endpoints:       op.Fleet.Endpoints,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 
-// Stop ends the managers, every etcd member, S3 and the API server, and
+// ControlPlaneConfig reaches the kube-apiserver of the TenantControlPlane
+// key as a cluster admin (subject to its write fence). The address and
+// credentials survive restarts of the process. It fails until the stand-in
+// has started that control plane, and with Options.NoControlPlanes.
+func (s *Sandbox) ControlPlaneConfig(key types.NamespacedName) (*rest.Config, error) {
+	if s.ControlPlanes == nil {
+		return nil, errors.New("sandbox: started with NoControlPlanes")
+	}
+	return s.ControlPlanes.Config(key)
+}
+
+// Stop ends the managers, every tenant kube-apiserver, every etcd member, S3 and the API server, and
 // removes a temporary data folder. It is safe on a partly started sandbox.
 func (s *Sandbox) Stop() error {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+	// The tenant apiservers first, so none outlives its etcd.
+	if s.ControlPlanes != nil {
+		s.ControlPlanes.StopAll()
+	}
 	if s.Fleet != nil {
 		s.Fleet.StopAll()
 	}
