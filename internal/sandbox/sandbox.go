@@ -7,8 +7,10 @@
 // snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
 // helm-controller (charts/etcd rendered with the Helm SDK), each tenant
 // etcd's TLS client Service and the chart's certificates
-// (internal/sandbox/etcdservice, reached through EtcdDialer), and a kubelet
-// for the driver's restore staging Pods, which runs bin/etcd-stage. cmd/sandbox,
+// (internal/sandbox/etcdservice, reached through EtcdDialer), a kubelet
+// for the driver's restore staging Pods, which runs bin/etcd-stage, and a
+// stand-in for Kamaji that runs a real kube-apiserver per
+// TenantControlPlane on its tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
 // `make demo` and test/e2e all start it through Start.
 package sandbox
 
@@ -22,16 +24,20 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -58,6 +64,11 @@ type Options struct {
 	// the staging image's /etcd-stage; empty means bin/etcd-stage
 	// (`make stage-bin`).
 	StageBinary string
+	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
+	// then get no kube-apiserver. By default every TenantControlPlane a
+	// test or script creates (kamajistandin.CreateControlPlane) gets one;
+	// none exists unless created, so tenants opt in.
+	NoControlPlanes bool
 }
 
 // Sandbox defaults.
@@ -89,6 +100,9 @@ type Sandbox struct {
 	Snapshots *operator.SnapshotStatsStore
 	// Faults injects stand-in operator failures (see operator.Faults).
 	Faults *operator.Faults
+	// ControlPlanes runs the TenantControlPlanes' kube-apiservers; nil
+	// with Options.NoControlPlanes.
+	ControlPlanes *kamajistandin.StandIn
 	// Dir is the sandbox's data folder.
 	Dir string
 	// Volumes are the folders standing for the claims Pods mount
@@ -178,8 +192,10 @@ func Start(o Options) (_ *Sandbox, err error) {
 func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	skip := true
 	scheme := driverscheme.New()
-	if err := etcdmember.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{etcdmember.AddToScheme, kamajiv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
 		Scheme:                 scheme,
@@ -213,6 +229,15 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err := helm.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if !o.NoControlPlanes {
+		if s.ControlPlanes, err = kamajistandin.Setup(mgr, kamajistandin.Options{
+			APIServerBinary: filepath.Join(testenv.RepoRoot(), "bin", "kube-apiserver"),
+			Dir:             filepath.Join(s.Dir, "controlplanes"),
+			Endpoints:       op.Fleet.Endpoints,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 
@@ -231,13 +256,28 @@ func (s *Sandbox) EtcdDialer() func(ctx context.Context, network, addr string) (
 	}
 }
 
-// Stop ends the managers, every etcd member, S3 and the API server, and
+// ControlPlaneConfig reaches the kube-apiserver of the TenantControlPlane
+// key as a cluster admin (subject to its write fence). The address and
+// credentials survive restarts of the process. It fails until the stand-in
+// has started that control plane, and with Options.NoControlPlanes.
+func (s *Sandbox) ControlPlaneConfig(key types.NamespacedName) (*rest.Config, error) {
+	if s.ControlPlanes == nil {
+		return nil, errors.New("sandbox: started with NoControlPlanes")
+	}
+	return s.ControlPlanes.Config(key)
+}
+
+// Stop ends the managers, every tenant kube-apiserver, every etcd member, S3 and the API server, and
 // removes a temporary data folder. It is safe on a partly started sandbox.
 func (s *Sandbox) Stop() error {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+	// The tenant apiservers first, so none outlives its etcd.
+	if s.ControlPlanes != nil {
+		s.ControlPlanes.StopAll()
+	}
 	if s.services != nil {
 		s.services.Close()
 	}
