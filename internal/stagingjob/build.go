@@ -96,8 +96,12 @@ type Spec struct {
 	CAPEM string
 }
 
+// SourceAnnotation is the claim's annotation naming the S3 object a file on
+// it was staged from (s3://bucket/key), for people reading the cluster.
+func SourceAnnotation(file string) string { return "etcd-backup-driver.cozystack.io/source-" + file }
+
 // Name is the Job's and the claim's name: unique per RestoreJob.
-func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid))[:12] }
+func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid)) }
 
 // Labels mark the Job, its Pods and the claim as a restore's staging.
 func Labels(uid types.UID) map[string]string {
@@ -123,8 +127,13 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 	name := Name(s.RestoreJobUID)
 	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: Labels(s.RestoreJobUID),
 		Annotations: map[string]string{"etcd-backup-driver.cozystack.io/restore-job": s.RestoreJobName}}
+	pvcMeta := *meta.DeepCopy()
+	pvcMeta.Annotations[SourceAnnotation(RestoreFile)] = "s3://" + s.Restore.Bucket + "/" + s.Restore.Key
+	if s.Rollback != nil {
+		pvcMeta.Annotations[SourceAnnotation(RollbackFile)] = "s3://" + s.Rollback.Bucket + "/" + s.Rollback.Key
+	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: meta,
+		ObjectMeta: pvcMeta,
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			StorageClassName: s.StorageClassName,
