@@ -33,12 +33,10 @@ func decideHandBack(o *observation, out *outcome) decision {
 		}
 	}
 	// The control planes come back first (restarted on a healthy cluster,
-	// then unfenced), then the staging claim is settled.
+	// then unfenced); the staging claim is settled once the claim is
+	// released.
 	if d, ok := decidePlanesBack(o); ok {
 		return d
-	}
-	if o.staging != nil {
-		return decision{state: stateSettleStaging}
 	}
 	// The hand-back steps keep the status the conclusion wrote ("handing
 	// the application back: ..."): no status write of their own.
@@ -49,6 +47,9 @@ func decideHandBack(o *observation, out *outcome) decision {
 	}
 	if heldByUs {
 		return decision{state: stateReleaseClaim}
+	}
+	if o.staging != nil {
+		return decision{state: stateSettleStaging}
 	}
 	if out.success && o.capture != nil {
 		return decision{state: stateDeleteCapture}

@@ -160,7 +160,7 @@ func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)
 		return apierrors.IsNotFound(err) || !pvc.DeletionTimestamp.IsZero()
-	}).WithTimeout(10 * time.Second).Should(BeTrue(), "the unused staging claim is deleted")
+	}).WithTimeout(10*time.Second).Should(BeTrue(), "the unused staging claim is deleted")
 }
 
 // A live revision that cannot be read raises the revision by etcd's
