@@ -134,8 +134,9 @@ func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string
 	err := op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: "etcd"}, c)
 	switch {
 	case apierrors.IsNotFound(err):
+		// The member PVCs only: the operator owns nothing else.
 		var pvcs corev1.PersistentVolumeClaimList
-		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns)) == nil {
+		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns), client.MatchingLabels{"app.kubernetes.io/instance": "etcd"}) == nil {
 			for i := range pvcs.Items {
 				p := &pvcs.Items[i]
 				if len(p.Finalizers) > 0 {
