@@ -133,6 +133,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if d.state == stateStage {
+		// The claim is not watched: look again once it exists.
+		return ctrl.Result{RequeueAfter: stagingRecheck}, nil
+	}
 	if !wrote && !acted {
 		// Nothing changed, so no event will come: the cache showed a
 		// state the driver already moved past. Look again shortly.
@@ -140,6 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{}, nil
 }
+
+// stagingRecheck is how soon a restore that started its staging looks
+// again (the Job's own events wake it for the rest).
+const stagingRecheck = time.Second
 
 // staleRetry is how soon a reconcile that found nothing to write looks
 // again (the cache catching up takes milliseconds).

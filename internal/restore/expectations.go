@@ -141,7 +141,7 @@ func expectationOf(s state, b before) expectation {
 	case stateDeleteCapture:
 		return func(o *observation) bool { return o.capture == nil }
 	case stateStage:
-		return func(o *observation) bool { return o.staging != nil || o.stagingConflict != "" }
+		return func(o *observation) bool { return (o.staging != nil && o.stagingClaim) || o.stagingConflict != "" }
 	case stateSettleStaging:
 		return func(o *observation) bool { return o.staging == nil }
 	case stateLiftFence:

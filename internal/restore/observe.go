@@ -100,6 +100,7 @@ type observation struct {
 	// object at its name is not; stagingReport is what a failed one's
 	// Pods said.
 	staging         *batchv1.Job
+	stagingClaim    bool
 	stagingConflict string
 	stagingReport   string
 

@@ -6,6 +6,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -64,6 +65,21 @@ func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 		return nil
 	}
 	o.staging = j
+	if outcomeOf(o.job) == nil {
+		// The claim is read live (the PVC cache holds member PVCs only):
+		// a Job without its claim would never run.
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, pvc)
+		switch {
+		case err == nil:
+			o.stagingClaim = pvc.Labels[backupsv1alpha1.StagingLabel] == string(o.job.UID)
+			if !o.stagingClaim {
+				o.stagingConflict = fmt.Sprintf("PersistentVolumeClaim %s/%s exists and is not this RestoreJob's staging claim", j.Namespace, j.Name)
+			}
+		case !apierrors.IsNotFound(err):
+			return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", j.Namespace, j.Name, err)
+		}
+	}
 	if out, _ := stagingjob.OutcomeOf(j); out != stagingjob.Refused && out != stagingjob.Failed {
 		return nil
 	}

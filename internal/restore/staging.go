@@ -37,7 +37,9 @@ func decideStaging(o *observation) (decision, bool) {
 	if o.stagingConflict != "" {
 		return failure(o, backupsv1alpha1.ReasonStagingConflict, o.stagingConflict), false
 	}
-	if o.staging == nil {
+	if o.staging == nil || !o.stagingClaim {
+		// No Job, or a Job whose claim was never made (a crash between
+		// the two creates): stage (again; what exists is kept).
 		return decision{state: stateStage, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
 	}
 	switch out, why := stagingjob.OutcomeOf(o.staging); out {

@@ -53,6 +53,7 @@ func world() *observation {
 		cluster: cluster,
 		// Staged: the staging Job of this job completed.
 		stagingImage: "driver:test",
+		stagingClaim: true,
 		staging: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: stagingjob.Name(job.UID),
 			Labels: map[string]string{backupsv1alpha1.StagingLabel: string(job.UID)}},
 			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
