@@ -260,7 +260,11 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 			rollback = &rb
 		}
 	}
-	cm, err := buildCapture(r.Namespace, o.job, o.app, live, hr, sourceFrom(o.source, o.backup), rollback)
+	src := sourceFrom(o.source, o.backup)
+	if size, sum, ok := pinned(o); ok {
+		src.Size, src.SHA256 = size, sum
+	}
+	cm, err := buildCapture(r.Namespace, o.job, o.app, live, hr, src, rollback)
 	if err != nil {
 		return err
 	}

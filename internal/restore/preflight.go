@@ -3,8 +3,6 @@ package restore
 import (
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 
 	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -63,11 +61,6 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 		return backupsv1alpha1.ReasonCredentialsUnavailable, o.credsErr.Error() +
 			"; the restore reads the snapshot with these credentials (and so does the etcd-operator)"
 	}
-	if o.opts.bumpRevision() && !pinnable(o.backup) {
-		return backupsv1alpha1.ReasonUnrecognisedArtifact, "the Backup records no size and sha256 (status.artifact.sizeBytes, checksum sha256:<hex>), " +
-			"which the staging step needs to accept exactly the verified bytes; set spec.options.bumpRevision: false to restore it " +
-			"the operator's way (Kubernetes clients of this etcd are then not told to relist)"
-	}
 	if o.opts.bumpRevision() && o.stagingImage == "" {
 		return backupsv1alpha1.ReasonNoStagingImage, "raising the restored etcd's revision needs the staging Job's image, and the driver has none " +
 			"(--staging-image, or $STAGING_IMAGE, which the chart sets): install the driver with it, or set spec.options.bumpRevision: false " +
@@ -113,19 +106,6 @@ func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 }
 
 // backupSize is the snapshot's recorded size, or 0 when not recorded.
-// pinnable: the Backup records the size and sha256 the staging Job holds
-// the object to.
-func pinnable(b *backupsv1alpha1.Backup) bool {
-	a := b.Status.Artifact
-	if a == nil || a.SizeBytes <= 0 {
-		return false
-	}
-	hex, ok := strings.CutPrefix(a.Checksum, "sha256:")
-	return ok && sha256Hex.MatchString(hex)
-}
-
-var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
-
 func (o *observation) backupSize() int64 {
 	if a := o.backup.Status.Artifact; a != nil {
 		return a.SizeBytes

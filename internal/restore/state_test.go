@@ -33,7 +33,9 @@ func world() *observation {
 	job.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid"},
 		Spec:   backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
-		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady}}
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady,
+			Artifact: &backupsv1alpha1.BackupArtifact{URI: "s3://" + testBucket + "/tenant/etcd/b-aaaaa.db", SizeBytes: 4096,
+				Checksum: "sha256:" + strings.Repeat("ab", 32)}}}
 	src := artifact.Source{Bucket: testBucket, Endpoint: "https://s3.example.com", Key: "tenant/etcd/b-aaaaa.db", SecretName: testSecret}
 	live := liveCluster("ns", "")
 	cluster := &etcdv1alpha2.EtcdCluster{}
@@ -154,6 +156,20 @@ func TestDecide(t *testing.T) {
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionFalse, backupsv1alpha1.ReasonArtifactMissing,
 				"gone ["+fingerprint(o)+"]", t0)
 		}, stateConclude, backupsv1alpha1.ReasonArtifactMissing},
+		"verified by size only, nothing pins the sha256: refused before the staging": {func(o *observation) {
+			o.capture = nil
+			o.backup.Status.Artifact.Checksum = ""
+			o.opts.Verify = VerifySize
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"ok ["+fingerprint(o)+"]", t0)
+		}, stateConclude, backupsv1alpha1.ReasonUnrecognisedArtifact},
+		"verified in full, no checksum recorded: the measured sha256 pins it": {func(o *observation) {
+			o.capture = nil
+			o.backup.Status.Artifact.Checksum = ""
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"s3://b/k: 4096 bytes, sha256:"+strings.Repeat("cd", 32)+", etcd integrity trailer intact (verify: Full) ["+fingerprint(o)+"]", t0)
+			o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		}, stateCreateSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
 		"verified, cluster Available: safety snapshot": {func(o *observation) {
 			o.capture = nil
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,

@@ -64,6 +64,9 @@ func decideStep(o *observation) decision {
 		if d, done := decideVerification(o); !done {
 			return d
 		}
+		if d, done := decidePinned(o); !done {
+			return d
+		}
 		if d, done := decideFence(o); !done {
 			return d
 		}
