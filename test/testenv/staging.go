@@ -11,7 +11,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
 
 // stagingJobs plays the Job controller and the staging binary for the
@@ -71,7 +70,9 @@ func (op *Operator) bootstrapKey(ctx context.Context, c *etcdv1alpha2.EtcdCluste
 		return ""
 	}
 	for _, ctr := range append(append([]corev1.Container{}, j.Spec.Template.Spec.InitContainers...), j.Spec.Template.Spec.Containers...) {
-		if argValue(ctr.Args, "--out") == stagingjob.MountPath+"/"+src.PVC.SubPath {
+		// (Matched by suffix: internal/staging's own tests import this
+		// package, so it cannot import the staging Job's constants.)
+		if strings.HasSuffix(argValue(ctr.Args, "--out"), "/"+src.PVC.SubPath) {
 			return argValue(ctr.Args, "--key")
 		}
 	}
