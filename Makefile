@@ -67,8 +67,28 @@ $(BIN)/etcd: $(TOOLS)/go.mod $(TOOLS)/cmd/etcd/main.go
 $(BIN)/kube-controller-manager: $(TOOLS)/go.mod $(TOOLS)/cmd/kube-controller-manager/main.go
 	cd $(TOOLS) && go build -o $@ ./cmd/kube-controller-manager
 
+# etcdutl of the same etcd as $(BIN)/etcd (both from $(TOOLS)/go.mod).
+$(BIN)/etcdutl: $(TOOLS)/go.mod
+	cd $(TOOLS) && go build -o $@ go.etcd.io/etcd/etcdutl/v3
+
+# etcd and etcdutl of every minor the etcd-operator may run, one module each
+# ($(TOOLS)/etcd-v3.5, $(TOOLS)/etcd-v3.6: the newest patch release the Go
+# proxy serves), for the staging proof in internal/staging, which restores a
+# staged snapshot with each of them as the operator does.
+ETCD_MINORS := v3.5 v3.6
+ETCD_VERSION_BINS := $(foreach m,$(ETCD_MINORS),$(BIN)/etcd-$(m)/etcd $(BIN)/etcd-$(m)/etcdutl)
+
+$(BIN)/etcd-%/etcd: $(TOOLS)/etcd-%/go.mod $(TOOLS)/etcd-%/cmd/etcd/main.go
+	cd $(TOOLS)/etcd-$* && go build -o $@ ./cmd/etcd
+
+$(BIN)/etcd-%/etcdutl: $(TOOLS)/etcd-%/go.mod
+	cd $(TOOLS)/etcd-$* && go build -o $@ go.etcd.io/etcd/etcdutl/v3
+
+.PHONY: etcd-versions
+etcd-versions: $(BIN)/etcdutl $(ETCD_VERSION_BINS) ## Build etcdutl for bin/etcd and etcd + etcdutl 3.5.x and 3.6.x into bin/etcd-v3.5, bin/etcd-v3.6.
+
 .PHONY: envtest-bins
-envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager ## Build kube-apiserver, etcd and kube-controller-manager from source into bin/ (reused when present).
+envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager etcd-versions ## Build kube-apiserver, etcd, kube-controller-manager and the etcd versions from source into bin/ (reused when present).
 
 .PHONY: tools
 tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests use.
@@ -76,8 +96,9 @@ tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests us
 ##@ Build and test
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager binary and etcd-stage, the restore's staging step.
 	go build -o $(BIN)/manager ./cmd/manager
+	go build -o $(BIN)/etcd-stage ./cmd/etcd-stage
 
 .PHONY: plugin
 plugin: ## Build bin/ebdctl and the kubectl plugin bin/kubectl-etcd_backup (`kubectl etcd-backup` once on PATH).
@@ -102,8 +123,20 @@ bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing 
 	go test ./test/bench -run '^$$' -bench . -benchtime 1x -timeout 60m
 	go test ./internal/sandbox/operator -run '^$$' -bench ThreeMemberStart -benchtime 5x
 
+# The restore's staging binary, which the sandbox's kubelet stand-in runs for
+# the staging image's /etcd-stage. Skipped with a notice while the command
+# does not exist (the sandbox then leaves staging Pods failing to start).
+.PHONY: stage-bin
+stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage does not exist).
+	@if [ -d cmd/etcd-stage ]; then \
+		echo "go build -o $(BIN)/etcd-stage ./cmd/etcd-stage"; \
+		go build -o $(BIN)/etcd-stage ./cmd/etcd-stage; \
+	else \
+		echo "stage-bin: ./cmd/etcd-stage does not exist yet; bin/etcd-stage not built (the sandbox cannot stage restores)"; \
+	fi
+
 .PHONY: test
-test: envtest-bins ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
+test: envtest-bins stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
@@ -112,11 +145,11 @@ sandbox-bin: ## Build bin/sandbox.
 	go build -o $(BIN)/sandbox ./cmd/sandbox
 
 .PHONY: sandbox
-sandbox: envtest-bins sandbox-bin ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use.
+sandbox: envtest-bins stage-bin sandbox-bin ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use.
 	$(BIN)/sandbox run
 
 .PHONY: demo
-demo: envtest-bins sandbox-bin ## Backup and in-place restore of real data on the sandbox, with a summary.
+demo: envtest-bins stage-bin sandbox-bin ## Backup and in-place restore of real data on the sandbox, with a summary.
 	bash hack/demo.sh
 
 .PHONY: help

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,7 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 )
 
-// kv writes, checks or reads data in an application's etcd. In the sandbox
+// kv writes, checks or reads data, or prints the revision, in an application's etcd. In the sandbox
 // the members' client URLs are in the ConfigMap <cluster>-sandbox-endpoints
 // the operator stand-in publishes; on a real cluster the same is done with
 // `kubectl exec` and etcdctl in a member Pod.
@@ -60,6 +61,14 @@ func kv(args []string) error {
 			return fmt.Errorf("data check failed: %w", err)
 		}
 		fmt.Printf("all %d keys under %s/ hold generation %q\n", set.N, set.Prefix, set.Gen)
+	case "revision":
+		// The revision every key-value store write raises; a restore
+		// without a bump takes it back to the snapshot's.
+		resp, err := cli.Get(ctx, "/", clientv3.WithCountOnly())
+		if err != nil {
+			return err
+		}
+		fmt.Println(resp.Header.Revision)
 	case "get":
 		if fs.NArg() != 1 {
 			return fmt.Errorf("kv get takes one key")

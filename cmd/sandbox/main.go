@@ -2,7 +2,7 @@
 // kubelet (see internal/sandbox), and helps scripts reach the etcd data:
 //
 //	sandbox run [--dir DIR] [--env-file FILE]   start; Ctrl-C stops everything
-//	sandbox kv write|check|get ...              sentinel data in an app's etcd
+//	sandbox kv write|check|get|revision ...     sentinel data in an app's etcd
 //
 // `make sandbox` and `make demo` drive it.
 package main
@@ -36,6 +36,7 @@ func usage() {
   sandbox run [--dir DIR] [--env-file FILE]
   sandbox kv write|check --namespace NS [--prefix P] [--count N] [--size BYTES] [--generation G]
   sandbox kv get --namespace NS KEY
+  sandbox kv revision --namespace NS
 `)
 	os.Exit(2)
 }

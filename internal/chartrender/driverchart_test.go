@@ -55,6 +55,8 @@ func TestDriverDeploymentIsHardened(t *testing.T) {
 		"--leader-elect=true", "--leader-election-namespace="+driverNS, "--namespace="+driverNS,
 		"--provenance-secret=etcd-backup-driver-provenance",
 		"--max-concurrent-reconciles=4", "--backup-deadline=30m", "--restore-deadline=30m", "--zap-log-level=info",
+		// The staging Job runs the manager's own image.
+		"--staging-image=ghcr.io/etcd-backup-driver/etcd-backup-driver:0.1.0",
 	))
 	svc := Find(objs, "Service", "etcd-backup-driver-metrics")
 	g.Expect(field(g, svc, "spec", "ports")).To(ContainElement(HaveKeyWithValue("port", BeEquivalentTo(8080))))

@@ -60,12 +60,23 @@ func (p Policy) WithCAFile(file string) (Policy, error) {
 	if err != nil {
 		return p, fmt.Errorf("read S3 CA bundle: %w", err)
 	}
+	p, err = p.WithCAPEM(pem)
+	if err != nil {
+		return p, fmt.Errorf("S3 CA bundle %s: %w", file, err)
+	}
+	return p, nil
+}
+
+// WithCAPEM adds the PEM certificates in pem to the system's roots for
+// https endpoints; the staging Job receives the bundle in its environment
+// rather than as a file.
+func (p Policy) WithCAPEM(pem []byte) (Policy, error) {
 	pool, err := x509.SystemCertPool()
 	if err != nil || pool == nil {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return p, fmt.Errorf("S3 CA bundle %s holds no PEM certificate", file)
+		return p, fmt.Errorf("the S3 CA bundle holds no PEM certificate")
 	}
 	p.RootCAs = pool
 	return p, nil

@@ -2,6 +2,7 @@ package manager
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"k8s.io/utils/clock"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
@@ -88,6 +90,17 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		Keys:       d.keys,
 		Policy:     d.policy,
 		Schema:     d.schema,
+
+		StagingImage:         o.StagingImage,
+		Revisions:            liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer},
+		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
+	}
+	if o.S3CAFile != "" {
+		pem, err := os.ReadFile(o.S3CAFile)
+		if err != nil {
+			return fmt.Errorf("read --s3-ca-file for the staging Job: %w", err)
+		}
+		r.S3CAPEM = string(pem)
 	}
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -87,6 +88,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 				&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
 				&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
 				&helmv2.HelmRelease{}:           {Field: byName},
+				&batchv1.Job{}:                  {Label: restore.StagingJobSelector()},
 			}},
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never

@@ -23,8 +23,10 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
-// Every API write of a restore is in this file: report writes the status a
-// decision implies, act takes the decision's one step. Each write is
+// Every API write of a restore goes through this file: report writes the
+// status a decision implies, act takes the decision's one step (the writes
+// of the staging step and of the control-plane fence are in staging.go and
+// planes.go, through internal/stagingjob and internal/cpfence). Each write is
 // idempotent or guarded (UID preconditions, optimistic locks, create that
 // tolerates AlreadyExists), so repeating it after a crash is harmless.
 
@@ -116,6 +118,16 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.recreateCluster(ctx, o, d)
 	case stateDeleteCapture:
 		return r.deleteCapture(ctx, o)
+	case stateFence:
+		return r.fence(ctx, o)
+	case stateStage:
+		return r.stage(ctx, o)
+	case stateRestartControlPlanes:
+		return r.restartPlanes(ctx, o)
+	case stateLiftFence:
+		return r.liftFence(ctx, o)
+	case stateSettleStaging:
+		return r.settleStaging(ctx, o)
 	}
 	return fmt.Errorf("no step for state %s", d.state)
 }
@@ -244,11 +256,15 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	var rollback *restoreSource
 	if o.safetyBackup != nil {
 		if src, err := artifact.Resolve(o.safetyBackup); err == nil {
-			rb := sourceFrom(src, o.safetyBackup.Name)
+			rb := sourceFrom(src, o.safetyBackup)
 			rollback = &rb
 		}
 	}
-	cm, err := buildCapture(r.Namespace, o.job, o.app, live, hr, sourceFrom(o.source, o.backup.Name), rollback)
+	src := sourceFrom(o.source, o.backup)
+	if size, sum, ok := pinned(o); ok {
+		src.Size, src.SHA256 = size, sum
+	}
+	cm, err := buildCapture(r.Namespace, o.job, o.app, live, hr, src, rollback)
 	if err != nil {
 		return err
 	}

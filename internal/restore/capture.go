@@ -48,14 +48,22 @@ type restoreSource struct {
 	SecretName     string `json:"credentialsSecretName"`
 	Key            string `json:"key"`
 	BackupName     string `json:"backupName"`
+	// Size and SHA256 are what the Backup records of the object (and the
+	// restore verified): the staging Job accepts only those bytes.
+	Size   int64  `json:"size,omitempty"`
+	SHA256 string `json:"sha256,omitempty"`
 }
 
-func sourceFrom(src artifact.Source, backupName string) restoreSource {
-	return restoreSource{
+func sourceFrom(src artifact.Source, b *backupsv1alpha1.Backup) restoreSource {
+	out := restoreSource{
 		Bucket: src.Bucket, Endpoint: src.Endpoint, Region: src.Region,
 		ForcePathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle,
-		SecretName:     src.SecretName, Key: src.Key, BackupName: backupName,
+		SecretName:     src.SecretName, Key: src.Key, BackupName: b.Name,
 	}
+	if a := b.Status.Artifact; a != nil {
+		out.Size, out.SHA256 = a.SizeBytes, a.Checksum
+	}
+	return out
 }
 
 // capture is the parsed capture ConfigMap.

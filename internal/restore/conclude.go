@@ -32,6 +32,12 @@ func decideHandBack(o *observation, out *outcome) decision {
 			return decision{state: stateHandOverSnapshot}
 		}
 	}
+	// The control planes come back first (restarted on a healthy cluster,
+	// then unfenced); the staging claim is settled once the claim is
+	// released.
+	if d, ok := decidePlanesBack(o); ok {
+		return d
+	}
 	// The hand-back steps keep the status the conclusion wrote ("handing
 	// the application back: ..."): no status write of their own.
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
@@ -41,6 +47,9 @@ func decideHandBack(o *observation, out *outcome) decision {
 	}
 	if heldByUs {
 		return decision{state: stateReleaseClaim}
+	}
+	if o.staging != nil {
+		return decision{state: stateSettleStaging}
 	}
 	if out.success && o.capture != nil {
 		return decision{state: stateDeleteCapture}

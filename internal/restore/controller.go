@@ -45,6 +45,11 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;delete,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=create;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
+// +kubebuilder:rbac:groups=kamaji.clastix.io,resources=tenantcontrolplanes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=kamaji.clastix.io,resources=datastores,verbs=get;list;watch
 
 // Reconciler drives RestoreJobs of the Etcd strategy.
 type Reconciler struct {
@@ -71,11 +76,27 @@ type Reconciler struct {
 	// Schema says whether the installed RestoreJob CRD makes specs
 	// immutable; nil assumes the driver's own CRD.
 	Schema *servedschema.Schema
+	// StagingImage is the staging Job's image (the driver's own); empty
+	// refuses restores that raise the revision.
+	StagingImage string
+	// Revisions reads a tenant etcd's live revision; nil means it cannot
+	// be read (the revision is then raised by the documented bump).
+	Revisions RevisionReader
+	// AllowedEndpointCIDRs and S3CAPEM are passed to the staging Job, which
+	// applies the same endpoint policy as the driver.
+	AllowedEndpointCIDRs []string
+	S3CAPEM              string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
 	// expect holds the writes the cache has not shown yet.
 	expect expectations
+}
+
+// RevisionReader reads the revision a tenant's live etcd has reached
+// (internal/liverevision).
+type RevisionReader interface {
+	Revision(ctx context.Context, namespace string) (int64, error)
 }
 
 func (r *Reconciler) now() time.Time {
@@ -112,6 +133,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if d.state == stateStage {
+		// The claim is not watched: look again once it exists.
+		return ctrl.Result{RequeueAfter: stagingRecheck}, nil
+	}
 	if !wrote && !acted {
 		// Nothing changed, so no event will come: the cache showed a
 		// state the driver already moved past. Look again shortly.
@@ -119,6 +144,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	return ctrl.Result{}, nil
 }
+
+// stagingRecheck is how soon a restore that started its staging looks
+// again (the Job's own events wake it for the rest).
+const stagingRecheck = time.Second
 
 // staleRetry is how soon a reconcile that found nothing to write looks
 // again (the cache catching up takes milliseconds).

@@ -140,6 +140,12 @@ func expectationOf(s state, b before) expectation {
 		return func(o *observation) bool { return o.cluster != nil }
 	case stateDeleteCapture:
 		return func(o *observation) bool { return o.capture == nil }
+	case stateStage:
+		return func(o *observation) bool { return (o.staging != nil && o.stagingClaim) || o.stagingConflict != "" }
+	case stateSettleStaging:
+		return func(o *observation) bool { return o.staging == nil }
+	case stateLiftFence:
+		return func(o *observation) bool { return len(fencedByUs(o)) == 0 }
 	}
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +27,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -310,9 +313,19 @@ func getCapture(g Gomega, rj *backupsv1alpha1.RestoreJob) (*corev1.ConfigMap, er
 	return cm, err
 }
 
+// bootstrapKey is the S3 key the cluster boots from: its S3 source's, or
+// the one its staging claim's file was staged from.
 func bootstrapKey(u *unstructured.Unstructured) string {
-	key, _, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
-	return key
+	if key, ok, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "s3", "key"); ok {
+		return key
+	}
+	claim, _, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "pvc", "claimName")
+	sub, _, _ := unstructured.NestedString(u.Object, "spec", "bootstrap", "restore", "source", "pvc", "subPath")
+	pvc := &corev1.PersistentVolumeClaim{}
+	if claim == "" || k.Get(context.Background(), client.ObjectKey{Namespace: u.GetNamespace(), Name: claim}, pvc) != nil {
+		return ""
+	}
+	return strings.TrimPrefix(pvc.Annotations[stagingjob.SourceAnnotation(sub)], "s3://"+testBucket+"/")
 }
 
 func anyJobReports(ctx context.Context, ns string, reason backupsv1alpha1.RestoreReason) bool {
@@ -340,4 +353,35 @@ func toTemplates(in []strategyS3) []strategyv1alpha1.EtcdS3Template {
 			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: d.Secret}})
 	}
 	return out
+}
+
+// revisionTable plays the live clusters' revisions in the suite (there is
+// no real etcd behind the suite's EtcdClusters): a namespace's entry, or
+// defaultLiveRevision.
+type revisionTable struct {
+	mu   sync.Mutex
+	revs map[string]int64
+	errs map[string]error
+}
+
+const defaultLiveRevision = 4242
+
+var testRevisions = &revisionTable{revs: map[string]int64{}, errs: map[string]error{}}
+
+func (t *revisionTable) Revision(_ context.Context, ns string) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.errs[ns]; err != nil {
+		return 0, err
+	}
+	if r, ok := t.revs[ns]; ok {
+		return r, nil
+	}
+	return defaultLiveRevision, nil
+}
+
+func (t *revisionTable) fail(ns string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errs[ns] = err
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +16,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
@@ -93,11 +95,27 @@ type observation struct {
 	// the whole object itself).
 	cluster *etcdv1alpha2.EtcdCluster
 	pvcs    int
+
+	// stagingImage is the driver's staging image ("" when none).
+	stagingImage string
+	// staging is this job's staging Job; stagingConflict says why an
+	// object at its name is not; stagingReport is what a failed one's
+	// Pods said.
+	staging         *batchv1.Job
+	stagingClaim    bool
+	stagingConflict string
+	stagingReport   string
+
+	// planes are the Kamaji control planes storing in the etcd (and those
+	// this job fenced); planePods are the Pods of the fenced ones, read
+	// once the outcome is decided.
+	planes    cpfence.Planes
+	planePods map[string][]corev1.Pod
 }
 
 // observe reads the world for job. It returns nil when job is gone.
 func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observation, error) {
-	o := &observation{now: r.now(), job: &backupsv1alpha1.RestoreJob{}, driverNS: r.Namespace}
+	o := &observation{now: r.now(), job: &backupsv1alpha1.RestoreJob{}, driverNS: r.Namespace, stagingImage: r.StagingImage}
 	if found, err := r.get(ctx, key, o.job); err != nil || !found {
 		return nil, err
 	}
@@ -143,6 +161,12 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 		}
 	}
 	if err := r.observeCluster(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := r.observePlanes(ctx, o); err != nil {
+		return nil, err
+	}
+	if err := r.observeStaging(ctx, o); err != nil {
 		return nil, err
 	}
 	return o, nil

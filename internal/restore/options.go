@@ -38,9 +38,18 @@ type jobOptions struct {
 	// Rollback, unset or true, re-creates the cluster from the safety
 	// Backup when the restore fails after the purge.
 	Rollback *bool `json:"rollback,omitempty"`
+	// BumpRevision, unset or true, stages the snapshot with its revision
+	// raised above the live cluster's and everything below compacted, and
+	// boots etcd from the staged copy; false restores from S3 as the
+	// operator does on its own (Kubernetes clients are not told to relist).
+	BumpRevision *bool `json:"bumpRevision,omitempty"`
+	// FenceControlPlanes, unset or true, makes the Kamaji control planes
+	// storing in the etcd read-only for the restore and restarts their
+	// kube-apiservers after it.
+	FenceControlPlanes *bool `json:"fenceControlPlanes,omitempty"`
 }
 
-const optionsShape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool}"
+const optionsShape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool, bumpRevision: bool, fenceControlPlanes: bool}"
 
 func parseOptions(raw *runtime.RawExtension) (jobOptions, error) {
 	var o jobOptions
@@ -80,3 +89,9 @@ func (o jobOptions) timeout(def time.Duration) time.Duration {
 
 // rollback reports whether a failed restore goes back to the safety Backup.
 func (o jobOptions) rollback() bool { return o.Rollback == nil || *o.Rollback }
+
+// bumpRevision reports whether the restore goes through the staging Job.
+func (o jobOptions) bumpRevision() bool { return o.BumpRevision == nil || *o.BumpRevision }
+
+// fence reports whether the tenant control planes are fenced.
+func (o jobOptions) fence() bool { return o.FenceControlPlanes == nil || *o.FenceControlPlanes }

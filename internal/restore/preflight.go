@@ -61,6 +61,11 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 		return backupsv1alpha1.ReasonCredentialsUnavailable, o.credsErr.Error() +
 			"; the restore reads the snapshot with these credentials (and so does the etcd-operator)"
 	}
+	if o.opts.bumpRevision() && o.stagingImage == "" {
+		return backupsv1alpha1.ReasonNoStagingImage, "raising the restored etcd's revision needs the staging Job's image, and the driver has none " +
+			"(--staging-image, or $STAGING_IMAGE, which the chart sets): install the driver with it, or set spec.options.bumpRevision: false " +
+			"to restore without it (Kubernetes clients of this etcd are then not told to relist)"
+	}
 	return "", ""
 }
 

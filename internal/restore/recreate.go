@@ -28,21 +28,16 @@ func recreateSource(o *observation) restoreSource {
 // otherwise end a slow restore on its own schedule.
 func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*unstructured.Unstructured, error) {
 	obj := o.capture.cluster.DeepCopy()
-	s3 := map[string]any{
-		"bucket":               src.Bucket,
-		"endpoint":             src.Endpoint,
-		"key":                  src.Key,
-		"credentialsSecretRef": map[string]any{"name": src.SecretName},
-	}
-	if src.Region != "" {
-		s3["region"] = src.Region
-	}
-	if src.ForcePathStyle {
-		s3["forcePathStyle"] = true
+	source := map[string]any{}
+	if o.opts.bumpRevision() {
+		p := stagingSource(o)
+		source["pvc"] = map[string]any{"claimName": p.ClaimName, "subPath": p.SubPath}
+	} else {
+		source["s3"] = s3Source(src)
 	}
 	// The operator's CEL forbids ever removing bootstrap, so a cluster
 	// restored before carries one; this restore's replaces it.
-	if err := unstructured.SetNestedField(obj.Object, map[string]any{"restore": map[string]any{"source": map[string]any{"s3": s3}}},
+	if err := unstructured.SetNestedField(obj.Object, map[string]any{"restore": map[string]any{"source": source}},
 		"spec", "bootstrap"); err != nil {
 		return nil, fmt.Errorf("set spec.bootstrap on the captured EtcdCluster: %w", err)
 	}
@@ -61,6 +56,22 @@ func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*u
 	obj.SetNamespace(o.job.Namespace)
 	obj.SetName(clusterName)
 	return obj, nil
+}
+
+func s3Source(src restoreSource) map[string]any {
+	s3 := map[string]any{
+		"bucket":               src.Bucket,
+		"endpoint":             src.Endpoint,
+		"key":                  src.Key,
+		"credentialsSecretRef": map[string]any{"name": src.SecretName},
+	}
+	if src.Region != "" {
+		s3["region"] = src.Region
+	}
+	if src.ForcePathStyle {
+		s3["forcePathStyle"] = true
+	}
+	return s3
 }
 
 // progressDeadlineSeconds is the remaining budget less a tenth of it (at

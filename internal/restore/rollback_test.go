@@ -22,6 +22,8 @@ var rollbackWritePoints = []string{
 	"status HandingBack",
 	"patch HelmRelease suspend=false",
 	"delete Lease",
+	"patch PersistentVolumeClaim",
+	"delete Job",
 	"patch RestoreJob -finalizer",
 	"status Failed",
 }

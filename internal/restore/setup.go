@@ -5,9 +5,12 @@ import (
 	"fmt"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +21,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 )
 
@@ -61,7 +65,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	c := mgr.GetClient()
 	inNamespace := handler.EnqueueRequestsFromMapFunc(r.activeJobs(c, nil))
 	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("etcd-restore").
 		WithOptions(opts).
 		For(&backupsv1alpha1.RestoreJob{}).
@@ -72,7 +76,57 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&etcdv1alpha2.EtcdCluster{}, inNamespace, builder.WithPredicates(clusterOnly)).
 		Watches(&corev1.PersistentVolumeClaim{}, inNamespace).
 		Watches(&helmv2.HelmRelease{}, inNamespace, builder.WithPredicates(clusterOnly)).
-		Complete(r)
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.jobsLabelled(c, backupsv1alpha1.StagingLabel)))
+	// Kamaji is optional: without its CRDs there is nothing to fence.
+	tcp := kamajiv1alpha1.GroupVersion.WithKind("TenantControlPlane")
+	if _, err := mgr.GetRESTMapper().RESTMapping(tcp.GroupKind(), tcp.Version); err == nil {
+		b = b.Watches(&kamajiv1alpha1.TenantControlPlane{}, handler.EnqueueRequestsFromMapFunc(r.jobsAnnotated(c, backupsv1alpha1.FencedByAnnotation)))
+	} else if !meta.IsNoMatchError(err) {
+		return fmt.Errorf("look up Kamaji's TenantControlPlane kind: %w", err)
+	}
+	return b.Complete(r)
+}
+
+// StagingJobSelector selects the restores' staging Jobs; the manager
+// restricts its Job cache to them.
+func StagingJobSelector() labels.Selector {
+	req, err := labels.NewRequirement(backupsv1alpha1.StagingLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// jobsLabelled: an object whose label key names a RestoreJob UID wakes it.
+func (r *Reconciler) jobsLabelled(c client.Reader, key string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		uid := obj.GetLabels()[key]
+		if uid == "" {
+			return nil
+		}
+		return r.activeJobs(c, client.MatchingFields{indexUID: uid})(ctx, obj)
+	}
+}
+
+// jobsAnnotated: a control plane fenced by a RestoreJob (anywhere in the
+// cluster) wakes it.
+func (r *Reconciler) jobsAnnotated(c client.Reader, key string) handler.MapFunc {
+	return func(ctx context.Context, obj client.Object) []reconcile.Request {
+		uid := obj.GetAnnotations()[key]
+		if uid == "" {
+			return nil
+		}
+		var jobs backupsv1alpha1.RestoreJobList
+		if err := c.List(ctx, &jobs, client.MatchingFields{indexUID: uid}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "list RestoreJobs to wake", "uid", uid)
+			return nil
+		}
+		var out []reconcile.Request
+		for i := range jobs.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&jobs.Items[i])})
+		}
+		return out
+	}
 }
 
 // jobsOfBackup: the jobs restoring a Backup, and the job a safety Backup

@@ -55,6 +55,19 @@ const (
 	// stateReportHelmRelease updates, after the end, whether the resumed
 	// HelmRelease reconciled.
 	stateReportHelmRelease
+	// stateFence makes the Kamaji control planes read-only; stateWaitFence
+	// waits for Kamaji to enforce it.
+	stateFence
+	stateWaitFence
+	// stateStage reads the live revision and starts the staging Job;
+	// stateWaitStaging waits for it.
+	stateStage
+	stateWaitStaging
+	// Hand-back of the control planes and of the staging claim.
+	stateRestartControlPlanes
+	stateWaitRestart
+	stateLiftFence
+	stateSettleStaging
 )
 
 var stateNames = map[state]string{
@@ -68,6 +81,9 @@ var stateNames = map[state]string{
 	stateWaitHealthy: "WaitHealthy", stateStartRollback: "StartRollback",
 	stateRestoreHelmRelease: "RestoreHelmRelease", stateReleaseClaim: "ReleaseClaim", stateDeleteCapture: "DeleteCapture",
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
+	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
+	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
+	stateSettleStaging: "SettleStaging",
 }
 
 func (s state) String() string { return stateNames[s] }
@@ -76,7 +92,7 @@ func (s state) String() string { return stateNames[s] }
 func (s state) waits() bool {
 	switch s {
 	case stateIgnore, stateWaitBackup, stateWaitClaim, stateWaitSafetySnapshot, stateWaitSnapshots,
-		stateWaitPurge, stateWaitHealthy:
+		stateWaitPurge, stateWaitHealthy, stateWaitFence, stateWaitStaging, stateWaitRestart:
 		return true
 	}
 	return false

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
 
 var t0 = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
@@ -30,7 +33,9 @@ func world() *observation {
 	job.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid"},
 		Spec:   backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
-		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady}}
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady,
+			Artifact: &backupsv1alpha1.BackupArtifact{URI: "s3://" + testBucket + "/tenant/etcd/b-aaaaa.db", SizeBytes: 4096,
+				Checksum: "sha256:" + strings.Repeat("ab", 32)}}}
 	src := artifact.Source{Bucket: testBucket, Endpoint: "https://s3.example.com", Key: "tenant/etcd/b-aaaaa.db", SecretName: testSecret}
 	live := liveCluster("ns", "")
 	cluster := &etcdv1alpha2.EtcdCluster{}
@@ -45,9 +50,15 @@ func world() *observation {
 		target:  claim.Target{Namespace: "ns", Cluster: clusterName},
 		holder:  &claim.Holder{Namespace: "ns", Name: "rj", UID: "uid-1"},
 		capture: &capture{namespace: "driver", name: "cap", app: testApp, cluster: live, hrPrior: hrNotSuspended,
-			source: sourceFrom(src, "b"), rollback: &rb},
+			source: sourceFrom(src, &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Name: "b"}}), rollback: &rb},
 		hr:      &helmv2.HelmRelease{Spec: helmv2.HelmReleaseSpec{Suspend: true}},
 		cluster: cluster,
+		// Staged: the staging Job of this job completed.
+		stagingImage: "driver:test",
+		stagingClaim: true,
+		staging: &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: stagingjob.Name(job.UID),
+			Labels: map[string]string{backupsv1alpha1.StagingLabel: string(job.UID)}},
+			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
 	}
 	o.opts, _ = parseOptions(nil)
 	return o
@@ -58,8 +69,17 @@ func ours(o *observation, from, key string, ready int32, available bool) {
 	o.cluster = o.cluster.DeepCopy()
 	o.cluster.UID = "new-uid"
 	o.cluster.SetAnnotations(map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID), backupsv1alpha1.RestoredFromAnnotation: from})
-	o.cluster.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.RestoreSource{
-		S3: &etcdv1alpha2.S3Source{Bucket: testBucket, Endpoint: o.source.Endpoint, Key: key}}}}
+	// Through the staging claim: the file of the restore's source, or of
+	// the safety Backup's; anything else is another claim.
+	p := &etcdv1alpha2.PVCSource{ClaimName: stagingjob.Name(o.job.UID), SubPath: stagingjob.RestoreFile}
+	switch key {
+	case o.capture.source.Key:
+	case o.capture.rollback.Key:
+		p.SubPath = stagingjob.RollbackFile
+	default:
+		p.ClaimName = "another-claim"
+	}
+	o.cluster.Spec.Bootstrap = &etcdv1alpha2.BootstrapSpec{Restore: &etcdv1alpha2.RestoreSpec{Source: etcdv1alpha2.RestoreSource{PVC: p}}}
 	o.cluster.Status.ReadyMembers = ready
 	if available {
 		o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
@@ -136,6 +156,20 @@ func TestDecide(t *testing.T) {
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionFalse, backupsv1alpha1.ReasonArtifactMissing,
 				"gone ["+fingerprint(o)+"]", t0)
 		}, stateConclude, backupsv1alpha1.ReasonArtifactMissing},
+		"verified by size only, nothing pins the sha256: refused before the staging": {func(o *observation) {
+			o.capture = nil
+			o.backup.Status.Artifact.Checksum = ""
+			o.opts.Verify = VerifySize
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"ok ["+fingerprint(o)+"]", t0)
+		}, stateConclude, backupsv1alpha1.ReasonUnrecognisedArtifact},
+		"verified in full, no checksum recorded: the measured sha256 pins it": {func(o *observation) {
+			o.capture = nil
+			o.backup.Status.Artifact.Checksum = ""
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"s3://b/k: 4096 bytes, sha256:"+strings.Repeat("cd", 32)+", etcd integrity trailer intact (verify: Full) ["+fingerprint(o)+"]", t0)
+			o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+		}, stateCreateSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
 		"verified, cluster Available: safety snapshot": {func(o *observation) {
 			o.capture = nil
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
@@ -214,15 +248,19 @@ func TestDecide(t *testing.T) {
 		}, stateReleaseClaim, ""},
 		"concluded success, claim released: the capture goes": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
-			o.hr.Spec.Suspend, o.holder = false, nil
+			o.hr.Spec.Suspend, o.holder, o.staging = false, nil, nil
 		}, stateDeleteCapture, ""},
+		"concluded, claim released: the staging Job is settled": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
+			o.hr.Spec.Suspend, o.holder = false, nil
+		}, stateSettleStaging, ""},
 		"concluded failure keeps the capture": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
-			o.hr.Spec.Suspend, o.holder = false, nil
+			o.hr.Spec.Suspend, o.holder, o.staging = false, nil, nil
 		}, stateRemoveFinalizer, ""},
 		"handed back: the terminal phase is the last write": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
-			o.hr.Spec.Suspend, o.holder, o.job.Finalizers = false, nil, nil
+			o.hr.Spec.Suspend, o.holder, o.job.Finalizers, o.staging = false, nil, nil, nil
 		}, stateFinish, backupsv1alpha1.ReasonDeadlineExceeded},
 		"concluded with a safety snapshot still running: it is recorded first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonRestoreJobDeleted, "x", t0)
@@ -257,10 +295,11 @@ func TestRecreatedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, _, _ := unstructured.NestedString(obj.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
+	claim, _, _ := unstructured.NestedString(obj.Object, "spec", "bootstrap", "restore", "source", "pvc", "claimName")
+	sub, _, _ := unstructured.NestedString(obj.Object, "spec", "bootstrap", "restore", "source", "pvc", "subPath")
 	pds, _, _ := unstructured.NestedInt64(obj.Object, "spec", "progressDeadlineSeconds")
-	if key != "tenant/etcd/b-aaaaa.db" || pds != 29*60-30 {
-		t.Fatalf("key %q, progressDeadlineSeconds %d", key, pds)
+	if claim != stagingjob.Name(o.job.UID) || sub != stagingjob.RestoreFile || pds != 29*60-30 {
+		t.Fatalf("claim %q/%q, progressDeadlineSeconds %d", claim, sub, pds)
 	}
 	if obj.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] != "uid-1" || obj.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation] != "b" {
 		t.Fatalf("annotations %v", obj.GetAnnotations())

@@ -107,6 +107,10 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 		setCondition(st, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged,
 			"the old EtcdCluster and its PVCs are gone")
 	}
+	setPlaneMilestones(st, o, heldByUs)
+	if c := revisionCondition(o); c != nil && (heldByUs || o.staging != nil) {
+		setConditionRaw(st, *c)
+	}
 	if o.capture != nil && recreatedBy(o) {
 		from := o.cluster.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation]
 		setCondition(st, backupsv1alpha1.RestoreConditionRecreated, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterRecreated,

@@ -64,6 +64,12 @@ func decideStep(o *observation) decision {
 		if d, done := decideVerification(o); !done {
 			return d
 		}
+		if d, done := decidePinned(o); !done {
+			return d
+		}
+		if d, done := decideFence(o); !done {
+			return d
+		}
 		return decideSafety(o)
 	}
 	if o.hr != nil && !o.hr.Spec.Suspend {
@@ -77,6 +83,10 @@ func decideStep(o *observation) decision {
 		return waitPVCs(o)
 	}
 	src := o.capture.source
+	if o.opts.bumpRevision() {
+		return decision{state: stateRecreate, reason: backupsv1alpha1.ReasonClusterPurged, message: fmt.Sprintf(
+			"re-creating EtcdCluster %s from s3://%s/%s as staged on PersistentVolumeClaim %s", clusterName, src.Bucket, src.Key, stagingSource(o).ClaimName)}
+	}
 	return decision{state: stateRecreate, reason: backupsv1alpha1.ReasonClusterPurged, message: fmt.Sprintf(
 		"re-creating EtcdCluster %s from s3://%s/%s", clusterName, src.Bucket, src.Key)}
 }
@@ -84,7 +94,7 @@ func decideStep(o *observation) decision {
 func decideLiveCluster(o *observation) decision {
 	if recreatedBy(o) {
 		src := o.capture.source
-		if !carriesSource(o.cluster, src) {
+		if !carriesSource(o, src) {
 			return failure(o, backupsv1alpha1.ReasonClusterReplaced,
 				"the EtcdCluster marked as re-created by this RestoreJob does not carry its restore source")
 		}
@@ -108,6 +118,11 @@ func decideLiveCluster(o *observation) decision {
 	if len(o.inflight) > 0 {
 		return waitSnapshots(o)
 	}
+	if o.opts.bumpRevision() {
+		if d, done := decideStaging(o); !done {
+			return d
+		}
+	}
 	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
 }
 
@@ -128,13 +143,19 @@ func waitSnapshots(o *observation) decision {
 		"waiting for running EtcdSnapshot(s) %v of EtcdCluster %s to finish before touching it", o.inflight, clusterName)}
 }
 
-func carriesSource(c *etcdv1alpha2.EtcdCluster, src restoreSource) bool {
-	b := c.Spec.Bootstrap
-	if b == nil || b.Restore == nil || b.Restore.Source.S3 == nil {
+// carriesSource: the cluster bootstraps from this restore's source, the
+// staging claim's file when the restore staged it.
+func carriesSource(o *observation, src restoreSource) bool {
+	b := o.cluster.Spec.Bootstrap
+	if b == nil || b.Restore == nil {
 		return false
 	}
+	if p := b.Restore.Source.PVC; p != nil {
+		want := stagingSource(o)
+		return o.opts.bumpRevision() && p.ClaimName == want.ClaimName && p.SubPath == want.SubPath
+	}
 	s3 := b.Restore.Source.S3
-	return s3.Key == src.Key && s3.Bucket == src.Bucket && s3.Endpoint == src.Endpoint
+	return s3 != nil && !o.opts.bumpRevision() && s3.Key == src.Key && s3.Bucket == src.Bucket && s3.Endpoint == src.Endpoint
 }
 
 // healthy is Available and every replica ready: the operator reports

@@ -115,6 +115,9 @@ func TestMain(m *testing.M) {
 			Claims:     claims,
 			Keys:       testKeys,
 			Policy:     policy,
+
+			StagingImage: "etcd-backup-driver:test",
+			Revisions:    testRevisions,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,52 @@ func decideVerification(o *observation) (decision, bool) {
 	}
 	return decision{state: stateVerifyArtifact, reason: backupsv1alpha1.ReasonVerifyingArtifact, message: fmt.Sprintf(
 		"checking s3://%s/%s with the credentials in Secret %s (verify: %s)", o.source.Bucket, o.source.Key, o.source.SecretName, o.opts.Verify)}, false
+}
+
+// pinned is the size and sha256 the staging Job holds the object to: those
+// the Backup records, or, where it records none, those this job's own
+// verification (verify: Full) measured.
+func pinned(o *observation) (int64, string, bool) {
+	size, sum := int64(0), ""
+	if a := o.backup.Status.Artifact; a != nil {
+		size, sum = a.SizeBytes, a.Checksum
+	}
+	if size > 0 && checksumRE.MatchString(sum) {
+		return size, sum, true
+	}
+	c := meta.FindStatusCondition(o.job.Status.Conditions, backupsv1alpha1.RestoreConditionArtifactVerified)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.HasSuffix(c.Message, "["+fingerprint(o)+"]") {
+		return 0, "", false
+	}
+	m := measuredRE.FindStringSubmatch(c.Message)
+	if m == nil {
+		return 0, "", false
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil || n <= 0 || (size > 0 && n != size) || (sum != "" && sum != "sha256:"+m[2]) {
+		return 0, "", false
+	}
+	return n, "sha256:" + m[2], true
+}
+
+var (
+	checksumRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	// measuredRE reads what verifyArtifact's Full message says it measured.
+	measuredRE = regexp.MustCompile(`: (\d+) bytes, sha256:([0-9a-f]{64}), etcd integrity trailer intact`)
+)
+
+// decidePinned refuses a restore through the staging step whose object has
+// no known size and sha256 (verify: Size of a Backup that records none).
+func decidePinned(o *observation) (decision, bool) {
+	if !o.opts.bumpRevision() {
+		return decision{}, true
+	}
+	if _, _, ok := pinned(o); ok {
+		return decision{}, true
+	}
+	return failure(o, backupsv1alpha1.ReasonUnrecognisedArtifact, "neither the Backup (status.artifact sizeBytes and checksum sha256:<hex>) "+
+		"nor this restore's check (verify: Size measures no sha256) pins the snapshot's size and sha256, which the staging step needs to accept exactly "+
+		"the verified bytes; use verify: Full, or spec.options.bumpRevision: false to restore the operator's way (Kubernetes clients of this etcd are then not told to relist)"), false
 }
 
 // verification is the result of looking at the snapshot.

@@ -5,7 +5,12 @@
 // (internal/manager.New), an embedded S3 server, and stand-ins for the
 // etcd-operator (EtcdMembers, member PVCs, real etcd member processes, real
 // snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
-// helm-controller (charts/etcd rendered with the Helm SDK). cmd/sandbox,
+// helm-controller (charts/etcd rendered with the Helm SDK), each tenant
+// etcd's TLS client Service and the chart's certificates
+// (internal/sandbox/etcdservice, reached through EtcdDialer), a kubelet
+// for the driver's restore staging Pods, which runs bin/etcd-stage, and a
+// stand-in for Kamaji that runs a real kube-apiserver per
+// TenantControlPlane on its tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
 // `make demo` and test/e2e all start it through Start.
 package sandbox
 
@@ -13,20 +18,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -49,10 +60,26 @@ type Options struct {
 	SnapshotJobDeadline time.Duration
 	// Driver adjusts the driver's manager options (deadlines, ...).
 	Driver func(*manager.Options)
+	// StageBinary is the local executable the kubelet stand-in runs for
+	// the staging image's /etcd-stage; empty means bin/etcd-stage
+	// (`make stage-bin`).
+	StageBinary string
+	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
+	// then get no kube-apiserver. By default every TenantControlPlane a
+	// test or script creates (kamajistandin.CreateControlPlane) gets one;
+	// none exists unless created, so tenants opt in.
+	NoControlPlanes bool
 }
 
 // Sandbox defaults.
-const DefaultBucket = "etcd-backups"
+const (
+	DefaultBucket = "etcd-backups"
+	// StagingImage is the driver's staging image in the sandbox; the
+	// kubelet stand-in runs StageBinary for its /etcd-stage.
+	StagingImage = "sandbox.invalid/etcd-backup-driver:sandbox"
+	// StageCommand is the staging image's command.
+	StageCommand = "/etcd-stage"
+)
 
 // DefaultS3Credentials are the embedded S3 server's well-known sandbox keys.
 var DefaultS3Credentials = s3server.Credentials{AccessKeyID: "sandbox-access-key", SecretAccessKey: "sandbox-secret-key"}
@@ -73,15 +100,22 @@ type Sandbox struct {
 	Snapshots *operator.SnapshotStatsStore
 	// Faults injects stand-in operator failures (see operator.Faults).
 	Faults *operator.Faults
+	// ControlPlanes runs the TenantControlPlanes' kube-apiservers; nil
+	// with Options.NoControlPlanes.
+	ControlPlanes *kamajistandin.StandIn
 	// Dir is the sandbox's data folder.
 	Dir string
+	// Volumes are the folders standing for the claims Pods mount
+	// (<Dir>/volumes/<namespace>/<claim>).
+	Volumes *operator.Volumes
 
-	env     *testenv.Env
-	tempDir bool
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
-	errsMu  sync.Mutex
-	errs    []error
+	env      *testenv.Env
+	services *etcdservice.Services
+	tempDir  bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errsMu   sync.Mutex
+	errs     []error
 }
 
 // Start brings everything up and returns once the managers run. On error
@@ -123,6 +157,11 @@ func Start(o Options) (_ *Sandbox, err error) {
 	// The embedded S3 server listens on loopback, which the endpoint
 	// policy refuses unless allowed.
 	driverOpts.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
+	s.services = etcdservice.New()
+	driverOpts.EtcdDialer = s.EtcdDialer()
+	if driverOpts.StagingImage == "" {
+		driverOpts.StagingImage = StagingImage
+	}
 	if o.Driver != nil {
 		o.Driver(&driverOpts)
 	}
@@ -153,8 +192,10 @@ func Start(o Options) (_ *Sandbox, err error) {
 func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	skip := true
 	scheme := driverscheme.New()
-	if err := etcdmember.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{etcdmember.AddToScheme, kamajiv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	mgr, err := ctrl.NewManager(s.Config, ctrl.Options{
 		Scheme:                 scheme,
@@ -165,29 +206,81 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in manager: %w", err)
 	}
+	stage := o.StageBinary
+	if stage == "" {
+		stage = filepath.Join(testenv.RepoRoot(), "bin", "etcd-stage")
+	}
 	op, err := operator.Setup(mgr, operator.Options{
 		EtcdBinary:          filepath.Join(testenv.RepoRoot(), "bin", "etcd"),
 		DataDir:             filepath.Join(s.Dir, "etcd"),
+		VolumesDir:          filepath.Join(s.Dir, "volumes"),
+		PodsDir:             filepath.Join(s.Dir, "pods"),
+		Executables:         map[string]string{StageCommand: stage},
 		SnapshotJobDeadline: o.SnapshotJobDeadline,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.Fleet, s.Snapshots, s.Faults = op.Fleet, op.Snapshots, op.Faults
+	s.Fleet, s.Snapshots, s.Faults, s.Volumes = op.Fleet, op.Snapshots, op.Faults, op.Volumes
+	if err := s.services.Setup(mgr, op.Fleet.Endpoints); err != nil {
+		return nil, err
+	}
 	helm := &helmstandin.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ChartsDir: filepath.Join(testenv.RepoRoot(), "charts")}
 	if err := helm.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if !o.NoControlPlanes {
+		if s.ControlPlanes, err = kamajistandin.Setup(mgr, kamajistandin.Options{
+			APIServerBinary: filepath.Join(testenv.RepoRoot(), "bin", "kube-apiserver"),
+			Dir:             filepath.Join(s.Dir, "controlplanes"),
+			Endpoints:       op.Fleet.Endpoints,
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return mgr, nil
 }
 
-// Stop ends the managers, every etcd member, S3 and the API server, and
+// EtcdDialer dials as the driver would inside the cluster: a tenant
+// cluster's client Service, <cluster>-client.<namespace>.svc:2379, reaches
+// that cluster's TLS stand-in (see internal/sandbox/etcdservice); other
+// addresses are dialled as they are. Start wires it into the driver's
+// manager.Options.EtcdDialer.
+func (s *Sandbox) EtcdDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if s.services == nil {
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}
+		return s.services.Dial(ctx, network, addr)
+	}
+}
+
+// ControlPlaneConfig reaches the kube-apiserver of the TenantControlPlane
+// key as a cluster admin (subject to its write fence). The address and
+// credentials survive restarts of the process. It fails until the stand-in
+// has started that control plane, and with Options.NoControlPlanes.
+func (s *Sandbox) ControlPlaneConfig(key types.NamespacedName) (*rest.Config, error) {
+	if s.ControlPlanes == nil {
+		return nil, errors.New("sandbox: started with NoControlPlanes")
+	}
+	return s.ControlPlanes.Config(key)
+}
+
+// Stop ends the managers, every tenant kube-apiserver, every etcd member, S3 and the API server, and
 // removes a temporary data folder. It is safe on a partly started sandbox.
 func (s *Sandbox) Stop() error {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+	// The tenant apiservers first, so none outlives its etcd.
+	if s.ControlPlanes != nil {
+		s.ControlPlanes.StopAll()
+	}
+	if s.services != nil {
+		s.services.Close()
+	}
 	if s.Fleet != nil {
 		s.Fleet.StopAll()
 	}

@@ -12,6 +12,7 @@ import (
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
@@ -25,6 +26,7 @@ func New() *runtime.Scheme {
 		etcdv1alpha2.AddToScheme,
 		appsv1alpha1.AddToScheme,
 		helmv2.AddToScheme,
+		kamajiv1alpha1.AddToScheme,
 	} {
 		utilruntime.Must(add(s))
 	}

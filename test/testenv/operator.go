@@ -46,6 +46,12 @@ type Operator struct {
 	// BootstrapWhen, when set, must hold before a re-created cluster
 	// becomes healthy (tests use it to see every waiting state).
 	BootstrapWhen func(ctx context.Context) bool
+	// RefuseStaging makes the staging Jobs of objects whose key satisfies
+	// it fail as the real one does when the staging binary refuses the
+	// artifact (exit code 2, podFailurePolicy).
+	RefuseStaging func(key string) bool
+	// HoldStaging keeps staging Jobs running.
+	HoldStaging bool
 }
 
 // StartOperator runs an Operator for ns until the test ends. s3 is a client
@@ -78,7 +84,14 @@ func (op *Operator) step(ctx context.Context) {
 	if when != nil && !hold {
 		hold = !when(ctx)
 	}
+	op.mu.Lock()
+	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
+	op.mu.Unlock()
 	op.snapshots(ctx, failSnaps)
+	if !holdStaging {
+		op.stagingJobs(ctx, refuse)
+	}
+	op.controlPlanes(ctx)
 	op.cluster(ctx, hold, failBoot)
 	op.helmRelease(ctx)
 }
@@ -121,8 +134,9 @@ func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string
 	err := op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: "etcd"}, c)
 	switch {
 	case apierrors.IsNotFound(err):
+		// The member PVCs only: the operator owns nothing else.
 		var pvcs corev1.PersistentVolumeClaimList
-		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns)) == nil {
+		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns), client.MatchingLabels{"app.kubernetes.io/instance": "etcd"}) == nil {
 			for i := range pvcs.Items {
 				p := &pvcs.Items[i]
 				if len(p.Finalizers) > 0 {
@@ -135,7 +149,7 @@ func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string
 	case err != nil, c.Spec.Bootstrap == nil || c.Spec.Bootstrap.Restore == nil, hold,
 		meta.FindStatusCondition(c.Status.Conditions, etcdv1alpha2.ClusterConditionAvailable) != nil:
 		return
-	case failBoot != nil && c.Spec.Bootstrap.Restore.Source.S3 != nil && failBoot(c.Spec.Bootstrap.Restore.Source.S3.Key):
+	case failBoot != nil && failBoot(op.bootstrapKey(ctx, c)):
 		meta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: etcdv1alpha2.ClusterConditionAvailable,
 			Status: metav1.ConditionFalse, Reason: etcdv1alpha2.ReasonBootstrapFailed, Message: "seed restore failed: not an etcd snapshot"})
 		_ = op.c.Status().Update(ctx, c)

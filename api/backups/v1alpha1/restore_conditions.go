@@ -38,6 +38,20 @@ const (
 	// terminal phase is written only once the HelmRelease is back in its
 	// prior state and the claim is released.
 	RestoreConditionOutcome = "Outcome"
+	// RestoreConditionControlPlanesFenced is True while the Kamaji tenant
+	// control planes storing in the etcd are read-only for the restore
+	// (the message names them); False with NoControlPlanes when there are
+	// none, FenceDisabled when the job declined it, FenceLifted once the
+	// fence is gone again.
+	RestoreConditionControlPlanesFenced = "ControlPlanesFenced"
+	// RestoreConditionControlPlanesRestarted reports whether the fenced
+	// control planes' kube-apiservers were restarted on the restored etcd.
+	RestoreConditionControlPlanesRestarted = "ControlPlanesRestarted"
+	// RestoreConditionRevisionRaised is True once the snapshot was staged
+	// with its revision above the live cluster's and everything below it
+	// compacted, so every Kubernetes watch from before the restore is told
+	// to relist; the message gives the revisions.
+	RestoreConditionRevisionRaised = "RevisionRaised"
 )
 
 // RestoreReason is a typed condition and Event reason of the restore path.
@@ -46,26 +60,38 @@ type RestoreReason string
 
 // Reasons while a restore waits or progresses (Ready=False, not terminal).
 const (
-	ReasonBackupNotFound           RestoreReason = "BackupNotFound"
-	ReasonWaitingForClaim          RestoreReason = "WaitingForClaim"
-	ReasonWaitingForSnapshots      RestoreReason = "WaitingForSnapshots"
-	ReasonClaimAcquired            RestoreReason = "ClaimAcquired"
-	ReasonClaimReleased            RestoreReason = "ClaimReleased"
-	ReasonSafetySnapshotRunning    RestoreReason = "SafetySnapshotRunning"
-	ReasonSafetyBackupRecorded     RestoreReason = "SafetyBackupRecorded"
-	ReasonSafetySnapshotSkipped    RestoreReason = "SafetySnapshotSkipped"
-	ReasonSpecCaptured             RestoreReason = "SpecCaptured"
-	ReasonHelmReleaseSuspended     RestoreReason = "HelmReleaseSuspended"
-	ReasonHelmReleaseNotFound      RestoreReason = "HelmReleaseNotFound"
-	ReasonPurgingCluster           RestoreReason = "PurgingCluster"
-	ReasonClusterPurged            RestoreReason = "ClusterPurged"
-	ReasonClusterRecreated         RestoreReason = "ClusterRecreated"
-	ReasonEtcdClusterBootstrapping RestoreReason = "EtcdClusterBootstrapping"
-	ReasonVerifyingArtifact        RestoreReason = "VerifyingArtifact"
-	ReasonArtifactVerified         RestoreReason = "ArtifactVerified"
-	ReasonRollingBack              RestoreReason = "RollingBack"
-	ReasonHandingBack              RestoreReason = "HandingBack"
-	ReasonClaimBroken              RestoreReason = "StaleClaimBroken"
+	ReasonBackupNotFound            RestoreReason = "BackupNotFound"
+	ReasonWaitingForClaim           RestoreReason = "WaitingForClaim"
+	ReasonWaitingForSnapshots       RestoreReason = "WaitingForSnapshots"
+	ReasonClaimAcquired             RestoreReason = "ClaimAcquired"
+	ReasonClaimReleased             RestoreReason = "ClaimReleased"
+	ReasonSafetySnapshotRunning     RestoreReason = "SafetySnapshotRunning"
+	ReasonSafetyBackupRecorded      RestoreReason = "SafetyBackupRecorded"
+	ReasonSafetySnapshotSkipped     RestoreReason = "SafetySnapshotSkipped"
+	ReasonSpecCaptured              RestoreReason = "SpecCaptured"
+	ReasonHelmReleaseSuspended      RestoreReason = "HelmReleaseSuspended"
+	ReasonHelmReleaseNotFound       RestoreReason = "HelmReleaseNotFound"
+	ReasonPurgingCluster            RestoreReason = "PurgingCluster"
+	ReasonClusterPurged             RestoreReason = "ClusterPurged"
+	ReasonClusterRecreated          RestoreReason = "ClusterRecreated"
+	ReasonEtcdClusterBootstrapping  RestoreReason = "EtcdClusterBootstrapping"
+	ReasonVerifyingArtifact         RestoreReason = "VerifyingArtifact"
+	ReasonArtifactVerified          RestoreReason = "ArtifactVerified"
+	ReasonRollingBack               RestoreReason = "RollingBack"
+	ReasonHandingBack               RestoreReason = "HandingBack"
+	ReasonClaimBroken               RestoreReason = "StaleClaimBroken"
+	ReasonFencingControlPlanes      RestoreReason = "FencingControlPlanes"
+	ReasonControlPlanesFenced       RestoreReason = "ControlPlanesFenced"
+	ReasonNoControlPlanes           RestoreReason = "NoControlPlanes"
+	ReasonFenceDisabled             RestoreReason = "FenceDisabled"
+	ReasonFenceLifted               RestoreReason = "FenceLifted"
+	ReasonRestartingControlPlanes   RestoreReason = "RestartingControlPlanes"
+	ReasonControlPlanesRestarted    RestoreReason = "ControlPlanesRestarted"
+	ReasonControlPlanesNotRestarted RestoreReason = "ControlPlanesNotRestarted"
+	ReasonStaging                   RestoreReason = "StagingSnapshot"
+	ReasonRevisionRaised            RestoreReason = "RevisionRaised"
+	ReasonRevisionBumpedBlind       RestoreReason = "RevisionBumpedWithoutLiveRevision"
+	ReasonRevisionNotRaised         RestoreReason = "RevisionNotRaised"
 )
 
 // Reasons of a finished restore.
@@ -117,6 +143,19 @@ const (
 	// ReasonMemoryStorage: the target keeps its data in memory, which the
 	// operator cannot restore into.
 	ReasonMemoryStorage RestoreReason = "MemoryStorage"
+
+	// ReasonNoStagingImage: raising the revision needs the staging Job's
+	// image (--staging-image) and the driver has none.
+	ReasonNoStagingImage RestoreReason = "NoStagingImage"
+	// ReasonStagingRefused: the staging Job found the object changed or
+	// corrupt since it was verified; nothing was destroyed.
+	ReasonStagingRefused RestoreReason = "StagingRefused"
+	// ReasonStagingFailed: the staging Job gave up (retries exhausted,
+	// deadline); nothing was destroyed.
+	ReasonStagingFailed RestoreReason = "StagingFailed"
+	// ReasonStagingConflict: an object at the staging Job's name is not
+	// this restore's.
+	ReasonStagingConflict RestoreReason = "StagingConflict"
 
 	// Failures once the restore held the application.
 	ReasonDeadlineExceeded  RestoreReason = "DeadlineExceeded"
@@ -181,8 +220,9 @@ const (
 	// TenantControlPlane's spec.writePermissions from before the fence
 	// (JSON), which lifting the fence puts back.
 	PriorWritePermissionsAnnotation = "etcd-backup-driver.cozystack.io/prior-write-permissions"
-	// RestartedPodsAnnotation lists (comma-separated UIDs) the control
-	// plane Pods a restore deleted to restart its kube-apiservers; the
-	// restart is done when none of them is left and a new Pod is Ready.
+	// RestartedPodsAnnotation records (JSON: {at, pods}) when a restore
+	// began restarting a control plane's kube-apiservers and the UIDs of
+	// the Pods it deleted; the restart is done when none of them is left
+	// and a new Pod is Ready.
 	RestartedPodsAnnotation = "etcd-backup-driver.cozystack.io/restarted-pods"
 )

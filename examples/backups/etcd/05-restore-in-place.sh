@@ -14,6 +14,10 @@ step "disaster: overwrite the sentinels with generation v2"
 etcd_kv write --generation v2
 if etcd_kv check --generation v1 >/dev/null 2>&1; then fail "the data did not change"; fi
 info "the live data no longer matches the backup"
+if [ "${SANDBOX:-}" = 1 ]; then
+  rev_before=$(etcd_kv revision)
+  echo "etcd-revision-before $rev_before" >> "$TIMINGS"
+fi
 
 step "tenant: RestoreJob $RESTORE from Backup $BACKUP"
 kubectl apply -f - <<YAML
@@ -29,6 +33,11 @@ YAML
 timed restore wait_phase restorejob "$RESTORE"
 kubectl -n "$TENANT_NS" get restorejob "$RESTORE" -o jsonpath='{range .status.conditions[*]}      {.type}={.status} ({.reason}){"\n"}{end}'
 wait_cluster_ready
+if [ "${SANDBOX:-}" = 1 ]; then
+  rev_after=$(etcd_kv revision)
+  echo "etcd-revision-after $rev_after" >> "$TIMINGS"
+  info "tenant etcd revision: $rev_before before the restore, $rev_after after (a raised revision is above the one before)"
+fi
 
 step "verify: every sentinel is back at generation v1"
 timed verify etcd_kv check --generation v1

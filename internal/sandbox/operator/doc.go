@@ -42,7 +42,25 @@
 // etcd version without etcdutl (< 3.5), download, etcdutl restore with the
 // hash check skipped. Its credentials Secret missing keeps the seed in
 // CreateContainerConfigError until the Secret appears; any other failure
-// crash-loops, so the cluster ends BootstrapFailed at its deadline.
+// crash-loops, so the cluster ends BootstrapFailed at its deadline. A
+// source.pvc restore reads the file subPath on the claim's folder
+// (Volumes: <volumes>/<namespace>/<claim>/, what upstream mounts read-only
+// at /restore/src) with the same checks; the claim missing keeps the seed
+// in CreateContainerConfigError until it appears, and a file that is not a
+// whole bolt database (still being written) crash-loops.
+//
+// Staging Pods (staging_kubelet.go): the driver's restore staging Jobs
+// (label etcd-backup-driver.cozystack.io/staging-for on the Job or its
+// Pods) run as real local processes: Options.Executables maps the image's
+// command (/etcd-stage) to a local binary, env secretKeyRefs and
+// configMapKeyRefs are resolved (missing: CreateContainerConfigError,
+// waiting), claims are mounted as their Volumes folder and emptyDirs as
+// folders of the Pod, and mount paths and the termination message path are
+// rewritten in args and env. Init containers run in order and the first
+// failure fails the Pod; each container ends with its exit code and the
+// termination message file's content, so the real Job controller applies
+// the Job's podFailurePolicy. A claim's folder is removed once the claim
+// is deleted.
 //
 // EtcdSnapshot (snapshot_controller.go, snapshot_job.go, kubelet.go):
 // Pending, then a real Job <snapshot>-snapshot owned by the snapshot

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -63,6 +64,7 @@ type memberReconciler struct {
 	fleet      *Fleet
 	faults     *Faults
 	etcdBinary string
+	volumes    *Volumes
 
 	// exits carries member process exits back into the work queue.
 	exits chan event.TypedGenericEvent[*etcdmember.EtcdMember]
@@ -75,6 +77,7 @@ func (r *memberReconciler) setup(mgr ctrl.Manager) error {
 		For(&etcdmember.EtcdMember{}).
 		Owns(&corev1.PersistentVolumeClaim{}).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.membersUsingSecret)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(r.membersRestoringFromClaim)).
 		WatchesRawSource(source.Channel(r.exits, &handler.TypedEnqueueRequestForObject[*etcdmember.EtcdMember]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
@@ -89,6 +92,21 @@ func (r *memberReconciler) membersUsingSecret(ctx context.Context, o client.Obje
 	var reqs []reconcile.Request
 	for _, m := range list.Items {
 		if s3 := restoreS3(&m); s3 != nil && s3.CredentialsSecretRef.Name == o.GetName() {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
+		}
+	}
+	return reqs
+}
+
+// membersRestoringFromClaim wakes the members whose restore reads the claim.
+func (r *memberReconciler) membersRestoringFromClaim(ctx context.Context, o client.Object) []reconcile.Request {
+	var list etcdmember.EtcdMemberList
+	if err := r.client.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var reqs []reconcile.Request
+	for _, m := range list.Items {
+		if m.Spec.Restore != nil && m.Spec.Restore.Source.PVC != nil && m.Spec.Restore.Source.PVC.ClaimName == o.GetName() {
 			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&m)})
 		}
 	}
@@ -151,19 +169,20 @@ func (r *memberReconciler) start(ctx context.Context, m *etcdmember.EtcdMember) 
 	}
 	dataDir := r.fleet.dataDir(key)
 	peer := m.Annotations[peerURLAnnotation]
-	if s3 := restoreS3(m); s3 != nil {
-		var secret corev1.Secret
-		err := r.reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: s3.CredentialsSecretRef.Name}, &secret)
-		if isNotFound(err) {
-			// The kubelet cannot build the init container's environment;
-			// the Secret's creation wakes us.
-			return ctrl.Result{}, r.setNotReady(ctx, m, reasonCreateContainerConfigError,
-				fmt.Sprintf("restore init container: secret %q not found", s3.CredentialsSecretRef.Name))
+	if m.Spec.Restore != nil {
+		src, waiting, err := r.restoreSource(ctx, m)
+		if errors.Is(err, errNoRestoreSource) {
+			return ctrl.Result{}, r.setNotReady(ctx, m, reasonCrashLoopBackOff, "restore init container failed: "+err.Error())
 		}
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		agent := restoreAgent{secret: &secret, src: s3, dataDir: dataDir, name: m.Name, peerURL: peer,
+		if waiting != "" {
+			// The kubelet cannot start the init container yet; the
+			// Secret's or claim's creation wakes us.
+			return ctrl.Result{}, r.setNotReady(ctx, m, reasonCreateContainerConfigError, "restore init container: "+waiting)
+		}
+		agent := restoreAgent{src: src, dataDir: dataDir, name: m.Name, peerURL: peer,
 			token: m.Spec.ClusterToken, version: m.Spec.Version, capacity: capacityOf(m.Spec.Storage)}
 		if err := agent.run(ctx); err != nil {
 			return ctrl.Result{RequeueAfter: crashLoopBackOff}, r.setNotReady(ctx, m, reasonCrashLoopBackOff, "restore init container failed: "+err.Error())
@@ -362,6 +381,42 @@ func (r *memberReconciler) patchStatus(ctx context.Context, m, base *etcdmember.
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// errNoRestoreSource is a restore naming no source (the CRD forbids it).
+var errNoRestoreSource = errors.New("restore source names neither s3 nor pvc")
+
+// restoreSource resolves the seed's restore source; waiting says why its
+// init container cannot start yet (a missing Secret or claim).
+func (r *memberReconciler) restoreSource(ctx context.Context, m *etcdmember.EtcdMember) (snapshotSource, string, error) {
+	switch src := m.Spec.Restore.Source; {
+	case src.S3 != nil:
+		var secret corev1.Secret
+		err := r.reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: src.S3.CredentialsSecretRef.Name}, &secret)
+		if isNotFound(err) {
+			return nil, fmt.Sprintf("secret %q not found", src.S3.CredentialsSecretRef.Name), nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return s3Snapshot{secret: &secret, src: src.S3}, "", nil
+	case src.PVC != nil:
+		var pvc corev1.PersistentVolumeClaim
+		err := r.reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: src.PVC.ClaimName}, &pvc)
+		if isNotFound(err) || (err == nil && !pvc.DeletionTimestamp.IsZero()) {
+			return nil, fmt.Sprintf("persistentvolumeclaim %q not found", src.PVC.ClaimName), nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		path, err := r.volumes.Resolve(&pvc, src.PVC.SubPath)
+		if err != nil {
+			return nil, "", err
+		}
+		return claimSnapshot{src: src.PVC, path: path}, "", nil
+	default:
+		return nil, "", errNoRestoreSource
+	}
 }
 
 func restoreS3(m *etcdmember.EtcdMember) *etcdv1alpha2.S3Source {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -22,6 +23,18 @@ type Options struct {
 	EtcdBinary string
 	// DataDir holds the members' data folders (what their PVCs would hold).
 	DataDir string
+	// VolumesDir holds the folders standing for other claims (a staging
+	// claim, a restore's source claim); empty means "volumes" beside
+	// DataDir.
+	VolumesDir string
+	// PodsDir holds the staging Pods' folders (container logs, termination
+	// messages, emptyDirs); empty means "pods" beside DataDir.
+	PodsDir string
+	// Executables maps a staging container's command (its path inside the
+	// image, e.g. "/etcd-stage") to the local executable the kubelet
+	// stand-in runs for it. A command not mapped keeps the Pod in
+	// CreateContainerConfigError.
+	Executables map[string]string
 	// SnapshotJobDeadline is the snapshot Jobs' activeDeadlineSeconds;
 	// zero means DefaultSnapshotJobDeadline.
 	SnapshotJobDeadline time.Duration
@@ -38,10 +51,13 @@ type Operator struct {
 	Faults *Faults
 	// Snapshots reports what the snapshot agents moved.
 	Snapshots *SnapshotStatsStore
+	// Volumes are the folders standing for claims Pods mount.
+	Volumes *Volumes
 }
 
 // Setup registers the stand-in's controllers (EtcdCluster, EtcdMember,
-// EtcdSnapshot and the kubelet stand-in that runs snapshot Pods) with mgr.
+// EtcdSnapshot, the kubelet stand-ins that run snapshot Pods and the
+// driver's staging Pods, and the volume reclaimer) with mgr.
 // mgr's scheme must hold the driver's scheme and etcdmember.AddToScheme.
 func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if o.EtcdBinary == "" || o.DataDir == "" {
@@ -53,16 +69,24 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	op := &Operator{Fleet: NewFleet(o.DataDir), Faults: &Faults{}, Snapshots: newSnapshotStatsStore()}
+	if o.VolumesDir == "" {
+		o.VolumesDir = filepath.Join(filepath.Dir(o.DataDir), "volumes")
+	}
+	if o.PodsDir == "" {
+		o.PodsDir = filepath.Join(filepath.Dir(o.DataDir), "pods")
+	}
+	op := &Operator{Fleet: NewFleet(o.DataDir), Faults: &Faults{}, Snapshots: newSnapshotStatsStore(), Volumes: &Volumes{Root: o.VolumesDir}}
 	// Every write is strictly validated: a field the upstream schema does
 	// not know fails here rather than being pruned.
 	c := client.WithFieldValidation(mgr.GetClient(), metav1.FieldValidationStrict)
 	reader := mgr.GetAPIReader()
 	clusters := &clusterReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, now: o.Now}
-	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary}
+	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary, volumes: op.Volumes}
 	snapshots := &snapshotReconciler{client: c, reader: reader, agents: op.Snapshots, jobDeadline: o.SnapshotJobDeadline}
 	kubelet := &kubelet{client: c, reader: reader, fleet: op.Fleet, agents: op.Snapshots}
-	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup} {
+	staging := &stagingKubelet{client: c, reader: reader, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir}
+	reclaimer := &volumeReclaimer{client: c, volumes: op.Volumes}
+	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup, staging.setup, reclaimer.setup} {
 		if err := setup(mgr); err != nil {
 			return nil, err
 		}

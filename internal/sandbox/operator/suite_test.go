@@ -38,6 +38,27 @@ const (
 	jobDeadline = 8 * time.Second
 )
 
+// stageCommand is the staging image's command; the kubelet stand-in runs
+// fakeStage for it: a script that writes $AWS_ACCESS_KEY_ID to --out, a
+// JSON report to --termination-log, and exits with $STAGE_EXIT.
+const (
+	stageCommand = "/etcd-stage"
+	fakeStage    = `#!/bin/sh
+out= report=
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--out) out=$2; shift ;;
+	--termination-log) report=$2; shift ;;
+	esac
+	shift
+done
+[ -n "$out" ] && printf '%s' "$AWS_ACCESS_KEY_ID" > "$out"
+[ -n "$report" ] && printf '{"outcome":"%s"}' "${STAGE_OUTCOME:-staged}" > "$report"
+echo "fake etcd-stage done"
+exit "${STAGE_EXIT:-0}"
+`
+)
+
 var (
 	cfg   *rest.Config
 	k8s   client.Client
@@ -88,9 +109,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stage := filepath.Join(dir, "fake-etcd-stage")
+	if err := os.WriteFile(stage, []byte(fakeStage), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	op, err = operator.Setup(mgr, operator.Options{
 		EtcdBinary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), DataDir: filepath.Join(dir, "etcd"),
 		SnapshotJobDeadline: jobDeadline,
+		Executables:         map[string]string{stageCommand: stage},
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

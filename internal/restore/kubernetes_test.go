@@ -1,0 +1,208 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
+)
+
+// withControlPlane gives ns a Kamaji DataStore pointing at its etcd and a
+// TenantControlPlane storing in it, whose prior write permissions block
+// deletions only (so lifting the fence must put exactly that back).
+func withControlPlane(t *testing.T, ns string) *kamajiv1alpha1.TenantControlPlane {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	g.Expect(kamajistandin.CreateControlPlane(ctx, k, ns, "tenant-k8s", clusterName)).To(Succeed())
+	t.Cleanup(func() {
+		ds := &kamajiv1alpha1.DataStore{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		_ = k.Delete(context.Background(), ds)
+	})
+	tcp := &kamajiv1alpha1.TenantControlPlane{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tenant-k8s"}, tcp)).To(Succeed())
+	patch := client.MergeFrom(tcp.DeepCopy())
+	tcp.Spec.WritePermissions = kamajiv1alpha1.WritePermissions{BlockDelete: true}
+	g.Expect(k.Patch(ctx, tcp, patch)).To(Succeed())
+	return tcp
+}
+
+func getTCP(g Gomega, ns string) *kamajiv1alpha1.TenantControlPlane {
+	tcp := &kamajiv1alpha1.TenantControlPlane{}
+	g.Expect(k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "tenant-k8s"}, tcp)).To(Succeed())
+	return tcp
+}
+
+func controlPlanePods(g Gomega, ns string) []corev1.Pod {
+	var pods corev1.PodList
+	g.Expect(k.List(context.Background(), &pods, client.InNamespace(ns), cpfence.PodLabels("tenant-k8s"))).To(Succeed())
+	return pods.Items
+}
+
+// The whole Kubernetes-safe restore: the control plane is read-only before
+// anything is touched, the snapshot is staged with the revision raised
+// above the live one, the cluster boots from the staging claim, the
+// kube-apiserver is restarted on it, the fence is lifted back to exactly
+// the prior permissions, and the claim lives as long as the cluster.
+func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	tcp := withControlPlane(t, ns)
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+	old := getCluster(g, ns)
+	g.Eventually(func(g Gomega) { g.Expect(controlPlanePods(g, ns)).To(HaveLen(1)) }).WithTimeout(10 * time.Second).Should(Succeed())
+	oldPod := controlPlanePods(g, ns)[0].UID
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-k8s"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+
+	// Staging held: fenced and acknowledged, live cluster untouched.
+	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonStaging)
+	fenced := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesFenced)
+	g.Expect(fenced).NotTo(BeNil())
+	g.Expect(fenced.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(fenced.Message).To(ContainSubstring(ns + "/tenant-k8s"))
+	cur := getTCP(g, ns)
+	g.Expect(cur.Spec.WritePermissions).To(Equal(kamajiv1alpha1.WritePermissions{BlockCreate: true, BlockUpdate: true, BlockDelete: true}))
+	g.Expect(cur.Annotations).To(HaveKeyWithValue(backupsv1alpha1.FencedByAnnotation, string(rj.UID)))
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+	job := &batchv1.Job{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, job)).To(Succeed())
+	g.Expect(job.Annotations).To(HaveKeyWithValue(liveRevisionAnnotation, "4242"))
+	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+	g.Expect(args).To(ContainSubstring("--revision-floor=4242"))
+	g.Expect(args).To(ContainSubstring("--key=tenant/etcd/nightly-k8s.db"))
+	g.Expect(job.Spec.Template.Spec.InitContainers).To(HaveLen(1), "the safety snapshot is staged too")
+
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+	rj = waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+
+	c := getCluster(g, ns)
+	g.Expect(c.GetUID()).NotTo(Equal(old.GetUID()))
+	g.Expect(bootstrapKey(c)).To(Equal("tenant/etcd/nightly-k8s.db"))
+	raised := condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised)
+	g.Expect(raised).NotTo(BeNil())
+	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionRaised)))
+	g.Expect(raised.Message).To(ContainSubstring("4242"))
+	restarted := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)
+	g.Expect(restarted).NotTo(BeNil())
+	g.Expect(restarted.Status).To(Equal(metav1.ConditionTrue), restarted.Message)
+	fenced = condition(rj, backupsv1alpha1.RestoreConditionControlPlanesFenced)
+	g.Expect(fenced.Reason).To(Equal(string(backupsv1alpha1.ReasonFenceLifted)))
+
+	// The kube-apiserver Pod is a new one; the fence is gone, the prior
+	// permissions are back.
+	for _, p := range controlPlanePods(g, ns) {
+		g.Expect(p.UID).NotTo(Equal(oldPod))
+	}
+	cur = getTCP(g, ns)
+	g.Expect(cur.Spec.WritePermissions).To(Equal(tcp.Spec.WritePermissions))
+	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
+	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.PriorWritePermissionsAnnotation))
+	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.RestartedPodsAnnotation))
+
+	// The Job is gone; the claim belongs to the cluster that boots from it.
+	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, &batchv1.Job{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "staging Job: %v", err)
+	pvc := &corev1.PersistentVolumeClaim{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)).To(Succeed())
+	g.Expect(pvc.OwnerReferences).To(ContainElement(HaveField("UID", c.GetUID())))
+}
+
+// Attack: the object is replaced after the pre-flight verified it. The
+// staging Job, which accepts only the verified size and sha256, refuses it
+// (exit code 2): the restore fails before anything is destroyed, the fence
+// is lifted and the claim removed.
+func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	tcp := withControlPlane(t, ns)
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) {
+		op.RefuseStaging = func(key string) bool { return key == "tenant/etcd/nightly-swap.db" }
+	})
+	old := getCluster(g, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-swap"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonStagingRefused)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("the live cluster was not touched"))
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	cur := getTCP(g, ns)
+	g.Expect(cur.Spec.WritePermissions).To(Equal(tcp.Spec.WritePermissions))
+	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
+	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)).To(BeNil(), "nothing was replaced, nothing restarted")
+	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, &corev1.PersistentVolumeClaim{})
+	g.Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue())
+	g.Eventually(func() bool {
+		pvc := &corev1.PersistentVolumeClaim{}
+		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)
+		return apierrors.IsNotFound(err) || !pvc.DeletionTimestamp.IsZero()
+	}).WithTimeout(10*time.Second).Should(BeTrue(), "the unused staging claim is deleted")
+}
+
+// A live revision that cannot be read raises the revision by etcd's
+// recommended bump, and the status says why; no control plane: the
+// restore goes on and says so.
+func TestUnreadableLiveRevisionBumpsBlind(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	testRevisions.fail(ns, errors.New("no usable etcd client certificate"))
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-blind"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	raised := condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised)
+	g.Expect(raised).NotTo(BeNil())
+	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionBumpedBlind)))
+	g.Expect(raised.Message).To(ContainSubstring("no usable etcd client certificate"))
+	g.Expect(raised.Message).To(ContainSubstring("1000000000"))
+	fenced := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesFenced)
+	g.Expect(fenced).NotTo(BeNil())
+	g.Expect(fenced.Reason).To(Equal(string(backupsv1alpha1.ReasonNoControlPlanes)))
+}
+
+// bumpRevision: false is the operator's own S3 route, said in status.
+func TestBumpRevisionFalseRestoresFromS3(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	startOperator(t, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-plain"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", `{"bumpRevision": false}`))).To(Succeed())
+
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	c := getCluster(g, ns)
+	key, _, _ := unstructured.NestedString(c.Object, "spec", "bootstrap", "restore", "source", "s3", "key")
+	g.Expect(key).To(Equal("tenant/etcd/nightly-plain.db"))
+	raised := condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised)
+	g.Expect(raised).NotTo(BeNil())
+	g.Expect(raised.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionNotRaised)))
+}

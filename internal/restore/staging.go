@@ -1,0 +1,225 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+)
+
+// The staging step (internal/stagingjob) runs after the capture and before
+// the purge, while the live cluster still answers: the driver reads the
+// live revision, and a Job copies the Backup's object (and the safety
+// Backup's) onto a claim, checked against what was verified and with the
+// revision raised. The re-created cluster boots from that claim. The claim
+// stays as long as the cluster it seeded (the operator keeps mounting it
+// into the seed member); a restore that never used it deletes it.
+
+// Annotations on the staging Job recording the live revision read.
+const (
+	liveRevisionAnnotation      = "etcd-backup-driver.cozystack.io/live-revision"
+	liveRevisionErrorAnnotation = "etcd-backup-driver.cozystack.io/live-revision-error"
+)
+
+// decideStaging returns done once the staging Job completed; otherwise the
+// step to take or a refusal (nothing is destroyed yet).
+func decideStaging(o *observation) (decision, bool) {
+	if o.stagingConflict != "" {
+		return failure(o, backupsv1alpha1.ReasonStagingConflict, o.stagingConflict), false
+	}
+	if o.staging == nil || !o.stagingClaim {
+		// No Job, or a Job whose claim was never made (a crash between
+		// the two creates): stage (again; what exists is kept).
+		return decision{state: stateStage, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
+	}
+	switch out, why := stagingjob.OutcomeOf(o.staging); out {
+	case stagingjob.Staged:
+		return decision{}, true
+	case stagingjob.Refused:
+		return failure(o, backupsv1alpha1.ReasonStagingRefused, fmt.Sprintf(
+			"staging Job %s refused the snapshot (%s)%s; the live cluster was not touched", o.staging.Name, why, reportSuffix(o))), false
+	case stagingjob.Failed:
+		return failure(o, backupsv1alpha1.ReasonStagingFailed, fmt.Sprintf(
+			"staging Job %s failed (%s)%s; the live cluster was not touched", o.staging.Name, why, reportSuffix(o))), false
+	}
+	return decision{state: stateWaitStaging, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
+}
+
+func reportSuffix(o *observation) string {
+	if o.stagingReport == "" {
+		return ""
+	}
+	return ": " + o.stagingReport
+}
+
+func stagingMessage(o *observation) string {
+	return fmt.Sprintf("reading the live revision and staging the snapshot onto PersistentVolumeClaim %s (Job %s) with its revision raised above it",
+		stagingjob.Name(o.job.UID), stagingjob.Name(o.job.UID))
+}
+
+// stagingSpec is the staging of this restore, from the capture (the frozen
+// sources) and the driver's configuration.
+func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
+	s := stagingjob.Spec{
+		Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
+		Restore: stagingObject(o.capture.source), LiveRevision: live,
+		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: true, CAPEM: r.S3CAPEM,
+	}
+	if rb := o.capture.rollback; rb != nil {
+		obj := stagingObject(*rb)
+		s.Rollback = &obj
+	}
+	if o.cluster != nil && o.cluster.Spec.Storage != nil {
+		s.StorageClassName = o.cluster.Spec.Storage.StorageClassName
+	}
+	if !o.job.Status.StartedAt.IsZero() {
+		s.Deadline = o.job.Status.StartedAt.Add(o.opts.timeout(r.Deadline)).Sub(o.now)
+	}
+	return s
+}
+
+func stagingObject(src restoreSource) stagingjob.Object {
+	return stagingjob.Object{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
+		PathStyle: src.ForcePathStyle, SecretName: src.SecretName, Size: src.Size, SHA256: src.SHA256}
+}
+
+// stage reads the live revision and creates the claim and the Job. A
+// revision that cannot be read is not a reason to stop: the revision is
+// raised by the documented large bump, and the Job's annotation (and then
+// the RevisionRaised condition) says why.
+func (r *Reconciler) stage(ctx context.Context, o *observation) error {
+	var live int64
+	var readErr error
+	if r.Revisions == nil {
+		readErr = errors.New("the driver has no way to reach the tenant's etcd")
+	} else {
+		live, readErr = r.Revisions.Revision(ctx, o.job.Namespace)
+	}
+	if readErr != nil {
+		live = 0
+	}
+	pvc, job := stagingjob.Build(r.stagingSpec(o, live))
+	if readErr != nil {
+		job.Annotations[liveRevisionErrorAnnotation] = cutText(readErr.Error(), 512)
+	} else {
+		job.Annotations[liveRevisionAnnotation] = strconv.FormatInt(live, 10)
+	}
+	// The Job first: its Pod waits for the claim, and a crash in between
+	// leaves a Job the hand-back finds (and with it the claim's name).
+	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create staging Job %s/%s: %w", job.Namespace, job.Name, err)
+	}
+	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
+func cutText(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// revisionCondition is RevisionRaised as the staging Job tells it; nil
+// while there is nothing to say.
+func revisionCondition(o *observation) *metav1.Condition {
+	c := &metav1.Condition{Type: backupsv1alpha1.RestoreConditionRevisionRaised}
+	if !o.opts.bumpRevision() {
+		c.Status, c.Reason = metav1.ConditionFalse, string(backupsv1alpha1.ReasonRevisionNotRaised)
+		c.Message = "spec.options.bumpRevision is false: etcd restarts at the snapshot's revision, so Kubernetes watch caches and informers that saw a later one are not told to relist"
+		return c
+	}
+	if o.staging == nil {
+		return nil
+	}
+	if out, _ := stagingjob.OutcomeOf(o.staging); out != stagingjob.Staged {
+		return nil
+	}
+	ann := o.staging.Annotations
+	c.Status = metav1.ConditionTrue
+	if live := ann[liveRevisionAnnotation]; live != "" {
+		c.Reason = string(backupsv1alpha1.ReasonRevisionRaised)
+		c.Message = fmt.Sprintf("the live cluster was at revision %s; the snapshot was staged on PersistentVolumeClaim %s with its revision raised above %s and every earlier revision compacted, so watches from before the restore get 410 Gone and relist",
+			live, o.staging.Name, live)
+		return c
+	}
+	c.Reason = string(backupsv1alpha1.ReasonRevisionBumpedBlind)
+	c.Message = fmt.Sprintf("the live revision could not be read (%s); the snapshot's revision was raised by %d (etcd's recommended bump) and every earlier revision compacted",
+		strings.TrimSpace(ann[liveRevisionErrorAnnotation]), stagingjob.UnknownLiveBump)
+	return c
+}
+
+// stagingSource is the bootstrap source of a re-create through the staging
+// claim: the restore's file, or the safety snapshot's in a rollback.
+func stagingSource(o *observation) *etcdv1alpha2.PVCSource {
+	file := stagingjob.RestoreFile
+	if rollbackOf(o.job) != nil {
+		file = stagingjob.RollbackFile
+	}
+	return &etcdv1alpha2.PVCSource{ClaimName: stagingjob.Name(o.job.UID), SubPath: file}
+}
+
+// settleStaging hands the staging claim to the cluster that boots from it
+// (so it lives exactly as long as that cluster) or deletes it, then
+// deletes the Job.
+func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
+	name := stagingjob.Name(o.job.UID)
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, pvc)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", o.job.Namespace, name, err)
+	case pvc.Labels[backupsv1alpha1.StagingLabel] != string(o.job.UID):
+		// Not ours: left alone.
+	case usesStaging(o):
+		if err := r.ownClaimByCluster(ctx, o, pvc); err != nil {
+			return err
+		}
+	default:
+		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+		}
+	}
+	if err := r.Client.Delete(ctx, o.staging, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete staging Job %s/%s: %w", o.staging.Namespace, o.staging.Name, err)
+	}
+	return nil
+}
+
+// usesStaging: the live cluster was re-created by this job from the claim.
+func usesStaging(o *observation) bool {
+	if o.cluster == nil || !recreatedBy(o) || o.cluster.Spec.Bootstrap == nil || o.cluster.Spec.Bootstrap.Restore == nil {
+		return false
+	}
+	p := o.cluster.Spec.Bootstrap.Restore.Source.PVC
+	return p != nil && p.ClaimName == stagingjob.Name(o.job.UID)
+}
+
+func (r *Reconciler) ownClaimByCluster(ctx context.Context, o *observation, pvc *corev1.PersistentVolumeClaim) error {
+	for _, ref := range pvc.OwnerReferences {
+		if ref.UID == o.cluster.UID {
+			return nil
+		}
+	}
+	patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	pvc.OwnerReferences = append(pvc.OwnerReferences, metav1.OwnerReference{
+		APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: o.cluster.Name, UID: o.cluster.UID,
+	})
+	if err := r.Client.Patch(ctx, pvc, patch); err != nil {
+		return fmt.Errorf("hand staging PersistentVolumeClaim %s/%s to EtcdCluster %s: %w", pvc.Namespace, pvc.Name, o.cluster.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package staging
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+)
+
+// Main is etcd-stage: it parses args (without the program name), reads the
+// S3 keys and the optional CA bundle from env, stages the object to --out,
+// writes the Report to the termination log and stdout, and returns the
+// exit code. Errors are described on stderr as well.
+func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	o, err := Parse(args, stderr)
+	var res Result
+	if err == nil {
+		res, err = run(ctx, o, env)
+	}
+	report := NewReport(res, err)
+	line := report.Line()
+	fmt.Fprint(stdout, line)
+	if err != nil {
+		fmt.Fprintf(stderr, "etcd-stage: %s: %v\n", report.Reason, err)
+	}
+	logPath := o.TerminationLog
+	if logPath == "" {
+		logPath = DefaultTerminationLog
+	}
+	if werr := os.WriteFile(logPath, []byte(line), 0o644); werr != nil {
+		// The exit code still tells the Job what happened.
+		fmt.Fprintf(stderr, "etcd-stage: write the termination log: %v\n", werr)
+	}
+	return report.ExitCode()
+}
+
+func run(ctx context.Context, o Options, env func(string) string) (Result, error) {
+	creds := s3object.Credentials{AccessKeyID: env(EnvAccessKeyID), SecretAccessKey: env(EnvSecretAccessKey)}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		return Result{}, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	if pem := env(EnvCAPEM); pem != "" {
+		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
+			return Result{}, fmt.Errorf("%w: %s: %w", ErrArguments, EnvCAPEM, err)
+		}
+	}
+	store := s3object.Store{Policy: policy, AllowHTTP: o.AllowHTTP}
+	loc := s3object.Location{Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, ForcePathStyle: o.PathStyle}
+
+	// Refuse a changed object before downloading a byte of it.
+	size, err := store.Stat(ctx, loc, creds)
+	if err != nil {
+		return Result{}, err
+	}
+	if size != o.Size {
+		return Result{}, fmt.Errorf("%w: %s is %d bytes, %d recorded", s3object.ErrSizeMismatch, loc, size, o.Size)
+	}
+	r, err := store.Open(ctx, loc, creds)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.Close()
+	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
+}

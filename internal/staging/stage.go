@@ -1,0 +1,206 @@
+package staging
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+)
+
+// Result is what Stage produced.
+type Result struct {
+	// SnapshotRevision is the latest revision in the snapshot as stored.
+	SnapshotRevision int64 `json:"snapshotRevision"`
+	// Revision is the latest revision of the staged snapshot: a restore
+	// of it starts there.
+	Revision int64 `json:"revision"`
+	// CompactedRevision is the scheduled compaction of the staged
+	// snapshot: every revision up to it answers ErrCompacted.
+	CompactedRevision int64 `json:"compactedRevision"`
+	// Size and SHA256 (hex) are those of the staged output file.
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// ErrArguments marks arguments Stage or Main cannot work with (a driver
+// bug or a hand-made Job, never the tenant's data).
+var ErrArguments = errors.New("invalid arguments")
+
+// errTooLarge is returned as soon as the stream passes the expected size.
+var errTooLarge = fmt.Errorf("%w: the object is larger than recorded", s3object.ErrSizeMismatch)
+
+// localError is a failure of the local disk (the staging volume), not of
+// the object or the store.
+type localError struct{ err error }
+
+func (e localError) Error() string { return e.err.Error() }
+func (e localError) Unwrap() error { return e.err }
+
+// Stage streams the snapshot r into a temporary file next to out, refusing
+// it unless it is exactly size bytes with sha256 sha256Hex and an intact
+// etcd integrity trailer; raises its revision as p says (see the package
+// doc); appends a fresh trailer; syncs; and renames it to out. Memory use
+// does not grow with the snapshot. On any error out is left untouched and
+// the temporary file is removed.
+func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Result, error) {
+	if err := checkArgs(size, sha256Hex, out, p); err != nil {
+		return Result{}, err
+	}
+	dir := filepath.Dir(out)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".staging-*")
+	if err != nil {
+		return Result{}, localError{fmt.Errorf("create the staging file in %s: %w", dir, err)}
+	}
+	tmpName := tmp.Name()
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmpName)
+		}
+	}()
+
+	// The copy into the file goes through the check: a write error
+	// surfaces as the copy's error, which is why it is wrapped.
+	_, err = s3object.CheckSnapshot(io.TeeReader(&boundedReader{r: r, left: size}, writerOf{tmp}), size, "sha256:"+sha256Hex)
+	if err != nil {
+		return Result{}, fmt.Errorf("check the snapshot: %w", err)
+	}
+	// Drop etcd's trailer: bolt must see only the database.
+	if err := tmp.Truncate(size - sha256.Size); err != nil {
+		return Result{}, localError{fmt.Errorf("strip the integrity trailer: %w", err)}
+	}
+	if err := tmp.Close(); err != nil {
+		return Result{}, localError{fmt.Errorf("close the staging file: %w", err)}
+	}
+
+	e, err := bumpRevision(tmpName, p)
+	if err != nil {
+		return Result{}, err
+	}
+	staged, err := appendTrailer(tmpName)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.Rename(tmpName, out); err != nil {
+		return Result{}, localError{fmt.Errorf("move the staged snapshot into place: %w", err)}
+	}
+	done = true
+	if err := syncDir(dir); err != nil {
+		return Result{}, err
+	}
+	return Result{
+		SnapshotRevision:  e.snapshotRevision,
+		Revision:          e.target,
+		CompactedRevision: e.target,
+		Size:              staged.Size,
+		SHA256:            staged.SHA256,
+	}, nil
+}
+
+func checkArgs(size int64, sha256Hex, out string, p Plan) error {
+	if size <= sha256.Size {
+		return fmt.Errorf("%w: size %d cannot hold an etcd snapshot", ErrArguments, size)
+	}
+	if b, err := hex.DecodeString(sha256Hex); err != nil || len(b) != sha256.Size || strings.ToLower(sha256Hex) != sha256Hex {
+		return fmt.Errorf("%w: sha256 %q is not 64 lower-case hex digits", ErrArguments, sha256Hex)
+	}
+	if out == "" {
+		return fmt.Errorf("%w: no output path", ErrArguments)
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	return nil
+}
+
+// appendTrailer appends the sha256 of the database at path, as etcd's
+// Maintenance API does, and syncs the file; it returns the size and sha256
+// of the whole result. etcdutl strips and checks a trailer only when the
+// file's size is 32 past a multiple of 512, which a bolt file of whole
+// pages followed by it is.
+func appendTrailer(path string) (s3object.Checked, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return s3object.Checked{}, localError{fmt.Errorf("reopen the staged database: %w", err)}
+	}
+	defer f.Close()
+	db, whole := sha256.New(), sha256.New()
+	n, err := io.Copy(io.MultiWriter(db, whole), f)
+	if err != nil {
+		return s3object.Checked{}, localError{fmt.Errorf("hash the staged database: %w", err)}
+	}
+	if n%512 != 0 {
+		return s3object.Checked{}, fmt.Errorf("%w: the staged database is %d bytes, not whole pages", s3object.ErrCorrupt, n)
+	}
+	trailer := db.Sum(nil)
+	if _, err := f.Write(trailer); err != nil {
+		return s3object.Checked{}, localError{fmt.Errorf("append the integrity trailer: %w", err)}
+	}
+	if err := f.Sync(); err != nil {
+		return s3object.Checked{}, localError{fmt.Errorf("sync the staged snapshot: %w", err)}
+	}
+	if err := f.Close(); err != nil {
+		return s3object.Checked{}, localError{fmt.Errorf("close the staged snapshot: %w", err)}
+	}
+	return s3object.Checked{Size: n + int64(len(trailer)), SHA256: sumHex(whole, trailer)}, nil
+}
+
+func sumHex(h hash.Hash, more []byte) string {
+	h.Write(more)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// syncDir makes the rename durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return localError{fmt.Errorf("open %s to sync it: %w", dir, err)}
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return localError{fmt.Errorf("sync %s: %w", dir, err)}
+	}
+	return nil
+}
+
+// boundedReader fails as soon as more than left bytes arrive, so an
+// oversized object is refused before it fills the volume.
+type boundedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	// Read one byte past the bound to see whether the stream ends there.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	return n, err
+}
+
+// writerOf marks write errors of the staging file as local.
+type writerOf struct{ f *os.File }
+
+func (w writerOf) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = localError{fmt.Errorf("write the staging file: %w", err)}
+	}
+	return n, err
+}

@@ -1,0 +1,238 @@
+// Package stagingjob builds the Job (and its PersistentVolumeClaim) that
+// stages a restore: in the tenant's namespace, before anything is
+// destroyed, it streams the Backup's snapshot (and the safety Backup's)
+// from S3, checks size, sha256 and etcd's integrity trailer against what
+// the driver verified, raises the snapshot's revision above the live
+// cluster's and marks everything below compacted (cmd/etcd-stage,
+// internal/staging), and leaves the result on the claim. The re-created
+// EtcdCluster boots from that claim (spec.bootstrap.restore.source.pvc),
+// so etcd starts from exactly the bytes that were checked: whoever holds
+// the bucket key cannot swap the object after the check.
+//
+// The Job runs the driver's own image with no service account token, as a
+// non-root user with a read-only root filesystem, bounded CPU and memory,
+// and a podFailurePolicy that ends it at once when the artifact is refused
+// (exit code 2) while network hiccups are retried.
+package stagingjob
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+)
+
+// Files on the staging claim, and where the Job mounts it.
+const (
+	RestoreFile  = "restore.db"
+	RollbackFile = "rollback.db"
+	MountPath    = "/staging"
+	// Command is the staging binary in the driver's image.
+	Command = "/etcd-stage"
+	// TerminationLog is where the binary writes its one-line JSON report.
+	TerminationLog = "/dev/termination-log"
+)
+
+// Exit codes of the staging binary: a refused artifact ends the Job at once
+// (podFailurePolicy); anything else is retried up to BackoffLimit.
+const (
+	ExitRefused  = 2
+	BackoffLimit = 2
+)
+
+// Revision margins. UnknownLiveBump is etcd's own recommendation when the
+// live revision cannot be read (1,000,000,000: more than any cluster
+// writes between two backups). A rollback lands above anything the
+// restored cluster can have reached in its short, fenced life.
+const (
+	UnknownLiveBump = staging.UnknownLiveBump
+	RollbackMargin  = 1_000_000_000
+)
+
+// Object is one S3 object to stage, as the driver verified it.
+type Object struct {
+	Endpoint   string
+	Bucket     string
+	Key        string
+	Region     string
+	PathStyle  bool
+	SecretName string
+	// Size and SHA256 (hex, or "sha256:<hex>") pin the bytes.
+	Size   int64
+	SHA256 string
+}
+
+// Spec is what a staging Job is built from.
+type Spec struct {
+	Namespace      string
+	RestoreJobName string
+	RestoreJobUID  types.UID
+	Image          string
+	Restore        Object
+	// Rollback is the safety Backup's object, staged next to the restore's
+	// so a rollback boots from verified, raised bytes too.
+	Rollback *Object
+	// LiveRevision is the live cluster's revision; 0 when it could not be
+	// read (the revision is then raised by UnknownLiveBump).
+	LiveRevision int64
+	// StorageClassName of the claim: the cluster's members'.
+	StorageClassName *string
+	// Deadline bounds the Job (activeDeadlineSeconds).
+	Deadline time.Duration
+	// AllowedEndpointCIDRs and AllowHTTP are the driver's endpoint policy.
+	AllowedEndpointCIDRs []string
+	AllowHTTP            bool
+	// CAPEM is the driver's extra S3 CA bundle (public certificates).
+	CAPEM string
+}
+
+// SourceAnnotation is the claim's annotation naming the S3 object a file on
+// it was staged from (s3://bucket/key), for people reading the cluster.
+func SourceAnnotation(file string) string { return "etcd-backup-driver.cozystack.io/source-" + file }
+
+// Name is the Job's and the claim's name: unique per RestoreJob.
+func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid)) }
+
+// Labels mark the Job, its Pods and the claim as a restore's staging.
+func Labels(uid types.UID) map[string]string {
+	return map[string]string{
+		backupsv1alpha1.StagingLabel: string(uid),
+		"app.kubernetes.io/name":     "etcd-staging",
+		"app.kubernetes.io/part-of":  "etcd-backup-driver",
+	}
+}
+
+// ClaimSize is room for both files twice over (a staged file is written
+// next to its download before the rename) plus slack.
+func ClaimSize(s Spec) resource.Quantity {
+	n := s.Restore.Size
+	if s.Rollback != nil {
+		n += s.Rollback.Size
+	}
+	return *resource.NewQuantity(2*n+64<<20, resource.BinarySI)
+}
+
+// Build returns the claim and the Job of s.
+func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
+	name := Name(s.RestoreJobUID)
+	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: Labels(s.RestoreJobUID),
+		Annotations: map[string]string{"etcd-backup-driver.cozystack.io/restore-job": s.RestoreJobName}}
+	pvcMeta := *meta.DeepCopy()
+	pvcMeta.Annotations[SourceAnnotation(RestoreFile)] = "s3://" + s.Restore.Bucket + "/" + s.Restore.Key
+	if s.Rollback != nil {
+		pvcMeta.Annotations[SourceAnnotation(RollbackFile)] = "s3://" + s.Rollback.Bucket + "/" + s.Rollback.Key
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: pvcMeta,
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: s.StorageClassName,
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: ClaimSize(s)}},
+		},
+	}
+	restorePlan, rollbackPlan := revisionPlans(s.LiveRevision)
+	containers := []corev1.Container{container(s, "stage", s.Restore, RestoreFile, restorePlan)}
+	var inits []corev1.Container
+	if s.Rollback != nil {
+		inits = append(inits, container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan))
+	}
+	deadline := int64(max(s.Deadline/time.Second, 60))
+	job := &batchv1.Job{
+		ObjectMeta: *meta.DeepCopy(),
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr(int32(BackoffLimit)),
+			ActiveDeadlineSeconds: &deadline,
+			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+				Action:      batchv1.PodFailurePolicyActionFailJob,
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitRefused}},
+			}, {
+				// An evicted or preempted Pod is not the artifact's fault.
+				Action:          batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
+			}}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.RestoreJobUID)},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr(false),
+					EnableServiceLinks:           ptr(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)), FSGroup: ptr(int64(65532)),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					InitContainers: inits,
+					Containers:     containers,
+					Volumes: []corev1.Volume{{Name: "staging", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
+				},
+			},
+		},
+	}
+	return pvc, job
+}
+
+// revisionPlan is how far one staged file's revision is raised: above a
+// floor, or by a fixed bump.
+type revisionPlan struct{ floor, bump int64 }
+
+// revisionPlans are the restore's and the rollback's.
+func revisionPlans(live int64) (restore, rollback revisionPlan) {
+	if live > 0 {
+		return revisionPlan{floor: live}, revisionPlan{floor: live + RollbackMargin}
+	}
+	return revisionPlan{bump: UnknownLiveBump}, revisionPlan{bump: UnknownLiveBump + RollbackMargin}
+}
+
+func container(s Spec, name string, o Object, file string, p revisionPlan) corev1.Container {
+	args := staging.Options{
+		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
+		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
+		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
+		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: TerminationLog,
+	}.Args()
+	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, o.SecretName), secretEnv(s3object.SecretAccessKeyKey, o.SecretName)}
+	if s.CAPEM != "" {
+		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: s.CAPEM})
+	}
+	return corev1.Container{
+		Name: name, Image: s.Image, Command: []string{Command}, Args: args, Env: env,
+		ImagePullPolicy:          corev1.PullIfNotPresent,
+		TerminationMessagePath:   TerminationLog,
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		VolumeMounts:             []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi")},
+		},
+		SecurityContext: &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), Privileged: ptr(false),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		},
+	}
+}
+
+func secretEnv(key, secret string) corev1.EnvVar {
+	return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Describe says what s stages, for status messages.
+func Describe(s Spec) string {
+	msg := fmt.Sprintf("staging s3://%s/%s", s.Restore.Bucket, s.Restore.Key)
+	if s.Rollback != nil {
+		msg += fmt.Sprintf(" and the safety snapshot s3://%s/%s", s.Rollback.Bucket, s.Rollback.Key)
+	}
+	return msg + " onto PersistentVolumeClaim " + Name(s.RestoreJobUID)
+}
