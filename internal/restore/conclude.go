@@ -51,7 +51,10 @@ func decideHandBack(o *observation, out *outcome) decision {
 	if o.staging != nil {
 		return decision{state: stateSettleStaging}
 	}
-	if out.success && o.capture != nil {
+	// The capture is kept only where it is still the way back: a restore
+	// that failed after the purge. One that never destroyed anything (or
+	// succeeded) leaves nothing behind.
+	if o.capture != nil && (out.success || !committed(o)) {
 		return decision{state: stateDeleteCapture}
 	}
 	if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {

@@ -154,8 +154,8 @@ func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 	g.Expect(cur.Spec.WritePermissions).To(Equal(tcp.Spec.WritePermissions))
 	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
 	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)).To(BeNil(), "nothing was replaced, nothing restarted")
-	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, &corev1.PersistentVolumeClaim{})
-	g.Expect(err == nil || apierrors.IsNotFound(err)).To(BeTrue())
+	_, err := getCapture(g, rj)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a restore that destroyed nothing leaves no capture behind: %v", err)
 	g.Eventually(func() bool {
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)
@@ -205,4 +205,32 @@ func TestBumpRevisionFalseRestoresFromS3(t *testing.T) {
 	g.Expect(raised).NotTo(BeNil())
 	g.Expect(raised.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionNotRaised)))
+}
+
+// A Backup being deleted is not restored from: its object may go at any
+// moment. Nothing is touched.
+func TestBackupBeingDeletedIsNotRestored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	startOperator(t, ns)
+	old := getCluster(g, ns)
+	b := ourBackup(ns, "going", "going-abcde")
+	b.Finalizers = []string{"example.com/hold"}
+	g.Expect(k.Create(ctx, b)).To(Succeed())
+	t.Cleanup(func() {
+		cur := &backupsv1alpha1.Backup{}
+		if k.Get(context.Background(), client.ObjectKeyFromObject(b), cur) == nil {
+			cur.Finalizers = nil
+			_ = k.Update(context.Background(), cur)
+		}
+	})
+	g.Expect(k.Delete(ctx, b)).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "going", ""))).To(Succeed())
+
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonBackupNotReady)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("being deleted"))
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
 }

@@ -30,6 +30,10 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	if o.optsErr != nil {
 		return backupsv1alpha1.ReasonMalformedOptions, o.optsErr.Error()
 	}
+	if !b.DeletionTimestamp.IsZero() {
+		return backupsv1alpha1.ReasonBackupNotReady, fmt.Sprintf(
+			"Backup %s/%s is being deleted; its object may go at any moment, so it is not restored from", b.Namespace, b.Name)
+	}
 	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
 		return backupsv1alpha1.ReasonBackupNotReady, fmt.Sprintf(
 			"Backup %s/%s is in phase %q, not Ready; restore a Ready Backup", b.Namespace, b.Name, textlimit.Value(string(b.Status.Phase)))

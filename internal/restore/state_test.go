@@ -254,13 +254,18 @@ func TestDecide(t *testing.T) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.hr.Spec.Suspend, o.holder = false, nil
 		}, stateSettleStaging, ""},
-		"concluded failure keeps the capture": {func(o *observation) {
+		"concluded failure after the purge keeps the capture": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			withCondition(o, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged, "x", t0)
 			o.hr.Spec.Suspend, o.holder, o.staging = false, nil, nil
 		}, stateRemoveFinalizer, ""},
+		"concluded failure before the purge: the capture goes": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			o.hr.Spec.Suspend, o.holder, o.staging = false, nil, nil
+		}, stateDeleteCapture, ""},
 		"handed back: the terminal phase is the last write": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
-			o.hr.Spec.Suspend, o.holder, o.job.Finalizers, o.staging = false, nil, nil, nil
+			o.hr.Spec.Suspend, o.holder, o.job.Finalizers, o.staging, o.capture = false, nil, nil, nil, nil
 		}, stateFinish, backupsv1alpha1.ReasonDeadlineExceeded},
 		"concluded with a safety snapshot still running: it is recorded first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonRestoreJobDeleted, "x", t0)
