@@ -47,8 +47,13 @@ func (k *kubelet) setup(mgr ctrl.Manager) error {
 // podsUsingSecret wakes the agent Pods of the Secret's namespace that have
 // not started.
 func (k *kubelet) podsUsingSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	return pendingPods(ctx, k.client, o.GetNamespace(), client.MatchingLabels{snapshotAgentLabel: snapshotAgentLabelValue})
+}
+
+// pendingPods are the Pods of ns (matching opts) that have not started.
+func pendingPods(ctx context.Context, c client.Reader, ns string, opts ...client.ListOption) []reconcile.Request {
 	var pods corev1.PodList
-	if err := k.client.List(ctx, &pods, client.InNamespace(o.GetNamespace()), client.MatchingLabels{snapshotAgentLabel: snapshotAgentLabelValue}); err != nil {
+	if err := c.List(ctx, &pods, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
 		return nil
 	}
 	var reqs []reconcile.Request

@@ -76,17 +76,7 @@ func (k *stagingKubelet) setup(mgr ctrl.Manager) error {
 // waitingPods wakes the Pods of the object's namespace that have not
 // started (the Reconcile filters the ones that are not staging Pods).
 func (k *stagingKubelet) waitingPods(ctx context.Context, o client.Object) []reconcile.Request {
-	var pods corev1.PodList
-	if err := k.client.List(ctx, &pods, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	var reqs []reconcile.Request
-	for _, p := range pods.Items {
-		if p.Status.Phase == corev1.PodPending || p.Status.Phase == "" {
-			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
-		}
-	}
-	return reqs
+	return pendingPods(ctx, k.client, o.GetNamespace())
 }
 
 // Reconcile starts a staging Pod once it can start, and stops its
