@@ -32,7 +32,7 @@ func world() *observation {
 	job.Status.StartedAt = &started
 	job.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b", UID: "b-uid"},
-		Spec:   backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
+		Spec: backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef()},
 		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady,
 			Artifact: &backupsv1alpha1.BackupArtifact{URI: "s3://" + testBucket + "/tenant/etcd/b-aaaaa.db", SizeBytes: 4096,
 				Checksum: "sha256:" + strings.Repeat("ab", 32)}}}

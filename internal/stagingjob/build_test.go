@@ -14,8 +14,8 @@ import (
 func spec() Spec {
 	return Spec{
 		Namespace: "tenant", RestoreJobName: "rj", RestoreJobUID: "uid-1", Image: "driver:v1",
-		Restore:  Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", SecretName: "s3", Size: 1 << 20, SHA256: "sha256:" + string(make64('a'))},
-		Rollback: &Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/safety.db", SecretName: "s3", Size: 2 << 20, SHA256: string(make64('b'))},
+		Restore:      Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", SecretName: "s3", Size: 1 << 20, SHA256: "sha256:" + string(make64('a'))},
+		Rollback:     &Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/safety.db", SecretName: "s3", Size: 2 << 20, SHA256: string(make64('b'))},
 		LiveRevision: 5000, Deadline: 10 * time.Minute, AllowedEndpointCIDRs: []string{"10.0.0.0/8"},
 	}
 }
