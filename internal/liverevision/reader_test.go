@@ -21,6 +21,7 @@ import (
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -144,11 +145,20 @@ func TestRevisionOverTLSWithTheChartsClientCertificate(t *testing.T) {
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	cfg, err := r.tlsConfig(context.Background(), ns)
 	g.Expect(err).NotTo(HaveOccurred())
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + addr}, TLS: cfg, Logger: zap.NewNop(), DialTimeout: 5 * time.Second})
+	// The server certificate names the Service, not 127.0.0.1: this client
+	// dials the Service name too, through the same mapping.
+	var own []string
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + ServiceHost(ns) + ":2379"}, TLS: cfg,
+		Logger: zap.NewNop(), DialTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			return serviceTo(addr, &own)(ctx, "tcp", a)
+		})}})
 	g.Expect(err).NotTo(HaveOccurred())
 	defer cli.Close()
 	for i := range 25 {
-		_, err := cli.Put(context.Background(), fmt.Sprintf("/registry/configmaps/x/%d", i), "v")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := cli.Put(ctx, fmt.Sprintf("/registry/configmaps/x/%d", i), "v")
+		cancel()
 		g.Expect(err).NotTo(HaveOccurred())
 	}
 	got, err := r.Revision(context.Background(), ns)
