@@ -24,6 +24,8 @@ func (p *Platform) Start(cfg *rest.Config, tweak func(*manager.Options)) {
 	o.SkipControllerNameValidation = true
 	o.AllowedEndpointCIDRs = []string{"127.0.0.1/32"}
 	o.BackupDeadline, o.RestoreDeadline = 2*time.Minute, 2*time.Minute
+	// The tenants' testenv.Operator plays the staging Jobs (no Pods run).
+	o.StagingImage = "etcd-backup-driver:platform-test"
 	if tweak != nil {
 		tweak(&o)
 	}
