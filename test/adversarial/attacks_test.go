@@ -1,6 +1,7 @@
 package adversarial
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -128,7 +130,9 @@ func TestLookAlikeCaptureIsIgnored(t *testing.T) {
 	done := tn.AwaitRestore(rj)
 	tn.G.Expect(done.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", done.Status)
 	c := tn.Cluster()
-	tn.G.Expect(c.Spec.Bootstrap.Restore.Source.S3.Key).To(Equal(platform.KeyOf(tn.G, b)))
+	_, key, err := stagingjob.SourceOf(context.Background(), plat.Client, c)
+	tn.G.Expect(err).NotTo(HaveOccurred())
+	tn.G.Expect(key).To(Equal(platform.KeyOf(tn.G, b)))
 	tn.G.Expect(*c.Spec.Replicas).To(BeEquivalentTo(3))
 	tn.G.Expect(condition(done, backupsv1alpha1.RestoreConditionSafetyBackup).Status).To(Equal(metav1.ConditionTrue))
 	untouchedHelmRelease(tn)

@@ -144,6 +144,8 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 	o.ProvenanceSecret = driverRelease + "-provenance"
 	o.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
 	o.SkipControllerNameValidation = true
+	// The chart sets the manager's own image; the stand-in plays the Job.
+	o.StagingImage = "ghcr.io/etcd-backup-driver/etcd-backup-driver:test"
 	mgr, err := manager.New(cfg, o)
 	g.Expect(err).NotTo(HaveOccurred())
 
