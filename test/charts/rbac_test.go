@@ -78,7 +78,7 @@ func freeAddr(g *WithT) string {
 func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	g := NewWithT(t)
 	cfg := installDriverRBAC(g)
-	sa, err := client.New(cfg, client.Options{Scheme: driverscheme.New()})
+	sa, err := client.NewWithWatch(cfg, client.Options{Scheme: driverscheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
 	ensureNamespace(g, "tenant-privilege")
@@ -88,7 +88,6 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	}{
 		"secrets (cluster-wide)":           {list: &corev1.SecretList{}},
 		"secrets (own namespace)":          {list: &corev1.SecretList{}, opts: []client.ListOption{client.InNamespace(driverNamespace)}},
-		"pods":                             {list: &corev1.PodList{}},
 		"configmaps (cluster-wide)":        {list: &corev1.ConfigMapList{}},
 		"configmaps (a tenant's)":          {list: &corev1.ConfigMapList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
 		"leases (a tenant's)":              {list: &coordinationv1.LeaseList{}, opts: []client.ListOption{client.InNamespace("tenant-privilege")}},
@@ -113,6 +112,16 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	} {
 		g.Expect(sa.List(ctx, tc.list, tc.opts...)).To(Succeed(), name)
 	}
+	// Pods: a restore lists a control plane's kube-apiserver Pods (and a
+	// failed staging Job's, for its report) and deletes the former to
+	// restart them; it never watches, creates or changes a Pod.
+	g.Expect(sa.List(ctx, &corev1.PodList{}, client.InNamespace("tenant-privilege"))).To(Succeed(), "list pods")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-privilege", Name: "not-ours"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "i"}}}}
+	err = sa.Create(ctx, pod)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "create a Pod: want Forbidden, got %v", err)
+	_, err = sa.Watch(ctx, &corev1.PodList{})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "watch Pods: want Forbidden, got %v", err)
 	// No Lease outside the driver's namespace may be written: a tenant's
 	// Lease is nothing to the driver.
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-privilege", Name: "not-ours"}}
