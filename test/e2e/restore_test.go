@@ -122,7 +122,10 @@ func TestFailedRestoreRollsBackToTheSafetyBackup(t *testing.T) {
 	tn.write(live)
 	tn.overwriteObject(good)
 
-	rj := tn.awaitRestore(tn.restoreJob("doomed", good.Name, map[string]any{"verify": "Size", "restoreTimeoutSeconds": 45}), 3*time.Minute)
+	// The operator's own S3 route (bumpRevision: false), so the garbage
+	// reaches the operator: the staging step would refuse it before the
+	// purge (TestGarbageOfTheRightSizeIsRefusedBeforeThePurge).
+	rj := tn.awaitRestore(tn.restoreJob("doomed", good.Name, map[string]any{"verify": "Size", "restoreTimeoutSeconds": 45, "bumpRevision": false}), 3*time.Minute)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed), rj.Status.Message)
 	g.Expect(rj.Status.Message).To(ContainSubstring("rolled back"))
 	g.Expect(meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.ConditionReady).Reason).
@@ -133,6 +136,33 @@ func TestFailedRestoreRollsBackToTheSafetyBackup(t *testing.T) {
 	tn.expectHelmReleaseSuspended(false)
 	c := tn.awaitHealthy(1, time.Minute)
 	g.Expect(c.Annotations[backupsv1alpha1.RestoredFromAnnotation]).To(ContainSubstring("safety"))
+	tn.expectData(live)
+}
+
+// Attack: the object is replaced after it was recorded, by bytes of the
+// same size (verify: Size cannot tell). The staging Job, which accepts only
+// the recorded sha256, refuses it: the restore fails before anything is
+// destroyed and the live data stays.
+func TestGarbageOfTheRightSizeIsRefusedBeforeThePurge(t *testing.T) {
+	tn := newTenant(t, true)
+	g := tn.g
+	tn.deploy(1)
+	tn.write(kvdata.Set{Prefix: "/sentinel", N: 200, Size: 128, Gen: "backed-up"})
+	good := tn.takeBackup("good")
+	live := kvdata.Set{Prefix: "/sentinel", N: 200, Size: 128, Gen: "live"}
+	tn.write(live)
+	before := tn.awaitHealthy(1, time.Minute)
+	tn.overwriteObject(good)
+
+	rj := tn.awaitRestore(tn.restoreJob("swapped", good.Name, map[string]any{"verify": "Size"}), 3*time.Minute)
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed), rj.Status.Message)
+	g.Expect(meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.ConditionReady).Reason).
+		To(Equal(string(backupsv1alpha1.ReasonStagingRefused)), rj.Status.Message)
+	g.Expect(rj.Status.Message).To(ContainSubstring("ArtifactChanged"))
+	g.Expect(meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionPurged)).To(BeNil())
+	after := tn.awaitHealthy(1, time.Minute)
+	g.Expect(after.UID).To(Equal(before.UID), "the live cluster was not touched")
+	tn.expectHelmReleaseSuspended(false)
 	tn.expectData(live)
 }
 
