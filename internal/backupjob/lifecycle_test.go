@@ -29,6 +29,9 @@ func TestRecreatedJobGetsNewSnapshot(t *testing.T) {
 	w.operatorFinishes(firstSnap, etcdv1alpha2.SnapshotPhaseComplete)
 	w.awaitPhase(first, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
 	w.g.Expect(env.Client.Delete(w.ctx, first)).To(Succeed())
+	// The in-flight finalizer may still be on a job that just succeeded:
+	// the name is free once the job is really gone.
+	w.awaitGone(first)
 
 	// The old Backup still stands: the new job must not adopt it.
 	second := w.job("daily")
@@ -46,6 +49,7 @@ func TestRecreatedJobGetsNewSnapshot(t *testing.T) {
 
 	// With the old Backup gone, a third job of that name succeeds.
 	w.g.Expect(env.Client.Delete(w.ctx, second)).To(Succeed())
+	w.awaitGone(second)
 	// The Backup's finalizer would delete its S3 object (policy Delete);
 	// this test has no S3 server, so keep the object, and wait until the
 	// Backup is really gone.
@@ -90,4 +94,12 @@ func TestJobWaitsWhileRestoreHoldsTheApplication(t *testing.T) {
 
 	w.g.Expect(claims.Release(w.ctx, target, holder)).To(Succeed())
 	w.awaitSnapshot(job)
+}
+
+// awaitGone waits until job no longer exists.
+func (w *world) awaitGone(job *backupsv1alpha1.BackupJob) {
+	w.t.Helper()
+	w.g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(w.ctx, client.ObjectKeyFromObject(job), &backupsv1alpha1.BackupJob{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue(), "BackupJob %s is gone", job.Name)
 }

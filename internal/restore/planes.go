@@ -6,8 +6,11 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
@@ -200,6 +203,42 @@ func (r *Reconciler) liftFence(ctx context.Context, o *observation) error {
 			return err
 		}
 		r.event(o, backupsv1alpha1.ReasonFenceLifted, "control plane "+cpfence.Key(t)+" has its write permissions back", false)
+	}
+	return nil
+}
+
+// observePlanes finds the Kamaji control planes storing in the target
+// etcd (and any this job fenced), and, once the outcome is decided, the
+// Pods of those it fenced (read from the API server: Pods are not cached).
+// No Kamaji installed means no control planes.
+func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
+	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	planes, err := cpfence.Find(ctx, r.Reader, o.job.Namespace, o.job.UID)
+	if meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.planes = planes
+	if outcomeOf(o.job) == nil {
+		return nil
+	}
+	for i := range planes.Items {
+		t := &planes.Items[i]
+		if cpfence.FencedBy(t) != o.job.UID {
+			continue
+		}
+		var pods corev1.PodList
+		if err := r.LiveReader.List(ctx, &pods, client.InNamespace(t.Namespace), cpfence.PodLabels(t.Name)); err != nil {
+			return fmt.Errorf("list the Pods of control plane %s: %w", cpfence.Key(t), err)
+		}
+		if o.planePods == nil {
+			o.planePods = map[string][]corev1.Pod{}
+		}
+		o.planePods[cpfence.Key(t)] = pods.Items
 	}
 	return nil
 }
