@@ -101,5 +101,5 @@ func (w *world) awaitGone(job *backupsv1alpha1.BackupJob) {
 	w.t.Helper()
 	w.g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(w.ctx, client.ObjectKeyFromObject(job), &backupsv1alpha1.BackupJob{}))
-	}).WithTimeout(30 * time.Second).Should(BeTrue(), "BackupJob %s is gone", job.Name)
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "BackupJob %s is gone", job.Name)
 }
