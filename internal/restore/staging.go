@@ -16,6 +16,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // The staging step (internal/stagingjob) runs after the capture and before
@@ -99,6 +100,13 @@ func stagingObject(src restoreSource) stagingjob.Object {
 // raised by the documented large bump, and the Job's annotation (and then
 // the RevisionRaised condition) says why.
 func (r *Reconciler) stage(ctx context.Context, o *observation) error {
+	if o.staging != nil {
+		// The Job exists without its claim (a crash between the two
+		// creates): only the claim is made; the claim does not depend on
+		// the revision, so the live cluster is not asked again.
+		pvc, _ := stagingjob.Build(r.stagingSpec(o, 0))
+		return r.createClaim(ctx, pvc)
+	}
 	var live int64
 	var readErr error
 	if r.Revisions == nil {
@@ -111,7 +119,7 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	}
 	pvc, job := stagingjob.Build(r.stagingSpec(o, live))
 	if readErr != nil {
-		job.Annotations[liveRevisionErrorAnnotation] = cutText(readErr.Error(), 512)
+		job.Annotations[liveRevisionErrorAnnotation] = textlimit.Note(readErr.Error())
 	} else {
 		job.Annotations[liveRevisionAnnotation] = strconv.FormatInt(live, 10)
 	}
@@ -120,17 +128,14 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create staging Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
+	return r.createClaim(ctx, pvc)
+}
+
+func (r *Reconciler) createClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
 	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
 	return nil
-}
-
-func cutText(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
 
 // revisionCondition is RevisionRaised as the staging Job tells it; nil

@@ -6,6 +6,8 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // Outcome is where a staging Job stands.
@@ -67,16 +69,9 @@ func PodReport(p *corev1.Pod) (reason, message string) {
 		}
 		var r report
 		if json.Unmarshal([]byte(line), &r) == nil && r.Message != "" {
-			return cut(r.Reason, 64), cut(r.Message, 1024)
+			return textlimit.Value(r.Reason), textlimit.Note(r.Message)
 		}
-		return "", cut(line, 1024)
+		return "", textlimit.Note(line)
 	}
 	return "", ""
-}
-
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
