@@ -68,6 +68,9 @@ const (
 	stateWaitRestart
 	stateLiftFence
 	stateSettleStaging
+	// stateAbandonSafetySnapshot deletes a safety snapshot that had no
+	// outcome within its bound.
+	stateAbandonSafetySnapshot
 )
 
 var stateNames = map[state]string{
@@ -83,7 +86,7 @@ var stateNames = map[state]string{
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
-	stateSettleStaging: "SettleStaging",
+	stateSettleStaging: "SettleStaging", stateAbandonSafetySnapshot: "AbandonSafetySnapshot",
 }
 
 func (s state) String() string { return stateNames[s] }
