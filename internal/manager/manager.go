@@ -102,7 +102,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	d := deps{
 		keys: &provenance.Keyring{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
-			Namespace: o.Namespace, Name: o.ProvenanceSecret},
+			Namespace: o.Namespace, Name: o.ProvenanceSecret, Refresh: o.ProvenanceRefresh,
+			Recorder: mgr.GetEventRecorder(EventSource)},
 		policy: policy,
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
 		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},

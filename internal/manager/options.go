@@ -59,6 +59,10 @@ type Options struct {
 	// ProvenanceSecret names the Secret (in Namespace) holding the keys
 	// that sign Backups; created with a fresh key when missing.
 	ProvenanceSecret string
+	// ProvenanceRefresh is how often the key Secret is re-read (a removed
+	// key stops verifying, a lost Secret is reported, within it); 0 means
+	// a minute. Tests shorten it. No flag.
+	ProvenanceRefresh time.Duration
 	// AllowedEndpointCIDRs are address ranges S3 endpoints may reach
 	// although the endpoint policy denies them (loopback, link-local...).
 	AllowedEndpointCIDRs []string

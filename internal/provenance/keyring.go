@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
@@ -33,8 +34,12 @@ type Keyring struct {
 	Writer client.Client
 	// Namespace and Name locate the Secret.
 	Namespace, Name string
-	// Refresh is how long a read stays current; 0 means one minute.
+	// Refresh is how long a read stays current (keys removed from the
+	// Secret stop verifying within it); 0 means one minute.
 	Refresh time.Duration
+	// Recorder, when set, emits Events on the marker ConfigMap when the
+	// Secret is lost or found again.
+	Recorder events.EventRecorder
 
 	mu       sync.Mutex
 	keys     map[string][]byte
@@ -44,6 +49,8 @@ type Keyring struct {
 	// counts the reads that found it changed.
 	version    string
 	generation uint64
+	// lost: the Secret is missing although keys were issued.
+	lost bool
 }
 
 // Generation re-reads the Secret when the copy is older than Refresh and
@@ -60,21 +67,57 @@ func (k *Keyring) Generation(ctx context.Context) uint64 {
 }
 
 // Start ensures the Secret exists, creating it with a fresh random key on
-// the first start; it is a manager Runnable and returns once done.
+// the first start, then re-reads it every Refresh until ctx ends, so a lost
+// Secret is reported (and a restored one picked up) even while nothing
+// signs or verifies. It is a manager Runnable.
 func (k *Keyring) Start(ctx context.Context) error {
-	return k.Ensure(ctx)
+	if err := k.Ensure(ctx); err != nil {
+		return err
+	}
+	t := time.NewTicker(k.refresh())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			_ = k.Generation(ctx) // logs a failed read
+		}
+	}
+}
+
+func (k *Keyring) refresh() time.Duration {
+	if k.Refresh == 0 {
+		return time.Minute
+	}
+	return k.Refresh
 }
 
 // NeedLeaderElection: every replica may create the Secret (the create is
 // idempotent), and every replica must be able to verify.
 func (k *Keyring) NeedLeaderElection() bool { return false }
 
-// Ensure creates the key Secret when it does not exist.
+// Ensure creates the key Secret when it does not exist and no keys were
+// issued before; when they were, the loss is reported and nothing is made.
 func (k *Keyring) Ensure(ctx context.Context) error {
 	var s corev1.Secret
 	err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &s)
-	if err == nil || !apierrors.IsNotFound(err) {
+	if err == nil {
+		// Secrets made before the marker existed get one now.
+		return k.markIssued(ctx)
+	}
+	if !apierrors.IsNotFound(err) {
 		return k.wrap(err)
+	}
+	marker, err := k.issued(ctx)
+	if err != nil {
+		return k.wrap(err)
+	}
+	if marker != nil {
+		// Reported, not fatal: the driver keeps serving what needs no
+		// key, and picks the Secret up once it is restored.
+		k.setLost(ctx, true, marker)
+		return nil
 	}
 	key := make([]byte, MinKeyBytes)
 	if _, err := rand.Read(key); err != nil {
@@ -88,13 +131,13 @@ func (k *Keyring) Ensure(ctx context.Context) error {
 		Data: map[string][]byte{ActiveEntry: []byte(id), id: key},
 	}
 	err = k.Writer.Create(ctx, &s)
-	if apierrors.IsAlreadyExists(err) {
-		return nil // another replica made it
+	if err != nil && !apierrors.IsAlreadyExists(err) { // another replica may have made it
+		return k.wrap(err)
 	}
 	if err == nil {
 		log.FromContext(ctx).Info("created the provenance key Secret", "namespace", k.Namespace, "name", k.Name, "key", id)
 	}
-	return k.wrap(err)
+	return k.markIssued(ctx)
 }
 
 // Active implements Keys.
@@ -112,8 +155,12 @@ func (k *Keyring) Active(ctx context.Context) (string, []byte, error) {
 	return k.active, key, nil
 }
 
-// Lookup implements Keys.
+// Lookup implements Keys. Keys are looked up in a copy no older than
+// Refresh, so a key removed from the Secret stops verifying within it.
 func (k *Keyring) Lookup(ctx context.Context, id string) ([]byte, error) {
+	if err := k.load(ctx, false); err != nil {
+		return nil, err
+	}
 	if key, ok := k.cached(id); ok {
 		return key, nil
 	}
@@ -124,6 +171,12 @@ func (k *Keyring) Lookup(ctx context.Context, id string) ([]byte, error) {
 		return key, nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownKey, id)
+}
+
+func (k *Keyring) isLost() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.lost
 }
 
 func (k *Keyring) cached(id string) ([]byte, bool) {
@@ -137,20 +190,37 @@ func (k *Keyring) cached(id string) ([]byte, bool) {
 // the copy is older than a second (so unknown ids cannot make it re-read on
 // every call).
 func (k *Keyring) load(ctx context.Context, force bool) error {
-	refresh := k.Refresh
-	if refresh == 0 {
-		refresh = time.Minute
-	}
+	refresh := k.refresh()
 	k.mu.Lock()
 	age := time.Since(k.loadedAt)
-	fresh := k.keys != nil && (age < refresh && !force || force && age < time.Second)
+	// While the Secret is lost it is looked for again at the same pace
+	// (not at every call).
+	fresh := (k.keys != nil || k.lost) && (age < refresh && !force || force && age < time.Second)
+	lost := k.lost
 	k.mu.Unlock()
+	if fresh && lost {
+		return k.errLost()
+	}
 	if fresh {
 		return nil
 	}
 	var s corev1.Secret
 	if err := k.Reader.Get(ctx, client.ObjectKey{Namespace: k.Namespace, Name: k.Name}, &s); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return k.wrap(err)
+		}
+		if marker, merr := k.issued(ctx); merr == nil && marker != nil {
+			k.setLost(ctx, true, marker)
+			k.mu.Lock()
+			k.loadedAt = time.Now()
+			k.mu.Unlock()
+			return k.errLost()
+		}
 		return k.wrap(err)
+	}
+	if k.isLost() {
+		marker, _ := k.issued(ctx)
+		k.setLost(ctx, false, marker)
 	}
 	keys := map[string][]byte{}
 	for id, v := range s.Data {

@@ -74,6 +74,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	o.LeaderElect, o.LeaderElectionNamespace = true, "default"
 	o.SkipControllerNameValidation = true
 	o.Clock = clk
+	o.ProvenanceRefresh = 200 * time.Millisecond
 	o.BackupVerifier = func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		if b.Labels[forgedLabel] == "true" {
 			return time.Time{}, false, nil
@@ -153,10 +154,20 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		g.Expect(c.Get(ctx, client.ObjectKeyFromObject(restore), restore)).To(Succeed())
 		g.Expect(restore.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+	// And the provenance key Secret is lost (the driver made it at start).
+	keySecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.ProvenanceSecret}}
+	g.Expect(c.Delete(ctx, keySecret)).To(Succeed())
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL(url)
+		if err != nil || len(s["etcd_backup_driver_provenance_key_lost"].GetMetric()) == 0 {
+			return 0, err
+		}
+		return s["etcd_backup_driver_provenance_key_lost"].GetMetric()[0].GetGauge().GetValue(), nil
+	}).WithTimeout(30 * time.Second).Should(Equal(1.0))
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(8))
+	g.Expect(ruleSet).To(HaveLen(9))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -168,6 +179,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdBackupUnverified{application="etcd",namespace="tenant-forged"}`,
 			`EtcdBackupFailing{reason="NoMatchingStrategy"}`,
 			`EtcdRestoreFailed{reason="MalformedOptions"}`,
+			`EtcdBackupProvenanceKeyLost`,
 		))
 	})
 

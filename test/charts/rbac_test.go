@@ -264,7 +264,7 @@ func alertSelectors(g *WithT) []alertSelector {
 		}
 		out = append(out, sel)
 	}
-	g.Expect(out).To(HaveLen(14))
+	g.Expect(out).To(HaveLen(15))
 	return out
 }
 
@@ -272,6 +272,9 @@ func alertSelectors(g *WithT) []alertSelector {
 // labels include every matcher of sel.
 func servesSeries(scrape string, sel alertSelector) bool {
 	for line := range strings.Lines(scrape) {
+		if len(sel.matchers) == 0 && strings.HasPrefix(line, sel.name+" ") {
+			return true // a series without labels
+		}
 		labels, ok := strings.CutPrefix(line, sel.name+"{")
 		if !ok {
 			continue
