@@ -52,10 +52,10 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 			"Backup %s/%s is not one this driver recorded (%s), and it cannot be restored here because %s; restore a Backup this driver took",
 			b.Namespace, b.Name, o.verdict.Reason, o.admission)
 	}
-	if o.verdict.Verified && o.verdict.Facts.Application != o.app {
-		return backupsv1alpha1.ReasonApplicationMismatch, fmt.Sprintf(
-			"Backup %s/%s was taken of application %q", b.Namespace, b.Name, textlimit.Value(o.verdict.Facts.Application))
-	}
+	// The application a verified Backup is of is signed (an edit makes it
+	// unverified), and unsupportedTarget pins it to the one application
+	// that owns the cluster; clusterPreflight checks that the cluster is
+	// in fact managed by it (ApplicationMismatch).
 	// The scheme was checked when the destination was rendered; the
 	// address is checked here and again on every connection.
 	if o.endpointErr != nil {

@@ -18,8 +18,11 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
@@ -88,11 +91,30 @@ func TestForgedEndpointsAreNeverDialled(t *testing.T) {
 		forged.Status.UnderlyingResources = nil
 		forged.Spec.DriverMetadata[artifact.MetaEndpoint] = endpoint
 		forged.Spec.DriverMetadata[artifact.MetaDeletionPolicy] = "Delete"
+		// Signed with the platform's own key, as if the driver had
+		// recorded it (a strategy that once rendered that endpoint): the
+		// signature holds, so only the endpoint policy stands in the way.
+		attacker.G.Expect(provenance.Seal(attacker.Ctx, platformKeys(), forged)).To(Succeed())
 		attacker.Create(forged)
+		v, err := provenance.Verify(attacker.Ctx, platformKeys(), forged)
+		attacker.G.Expect(err).NotTo(HaveOccurred())
+		attacker.G.Expect(v.Verified).To(BeTrue(), "the forged Backup must carry a valid signature: %+v", v)
 		rj := attacker.Restore("evil-restore-"+string(rune('a'+i)), forged.Name, "")
 		attacker.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-		attacker.G.Expect(platform.Reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnverifiedBackup), string(backupsv1alpha1.ReasonEndpointRefused)))
+		attacker.G.Expect(platform.Reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonEndpointRefused)))
+		// Deleting it (policy Delete) dials nothing: the cleanup stops with
+		// a status that says why, until an admin chooses to keep the object.
 		attacker.G.Expect(env.Client.Delete(attacker.Ctx, forged)).To(Succeed())
+		attacker.G.Eventually(func(g Gomega) {
+			g.Expect(env.Client.Get(attacker.Ctx, client.ObjectKeyFromObject(forged), forged)).To(Succeed())
+			c := conditionIn(forged.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(backupsv1alpha1.BackupReasonObjectDeleteFailed))
+			g.Expect(c.Message).To(ContainSubstring("refused"))
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		patch := client.MergeFrom(forged.DeepCopy())
+		forged.Annotations = map[string]string{backupdeletion.SkipObjectDeletionAnnotation: "true"}
+		attacker.G.Expect(env.Client.Patch(attacker.Ctx, forged, patch)).To(Succeed())
 		attacker.G.Eventually(func() bool { return attacker.Gone(forged) }).WithTimeout(30 * time.Second).Should(BeTrue())
 	}
 	attacker.G.Consistently(hits.Load).WithTimeout(2*time.Second).Should(BeZero(), "requests reached the attacker's endpoint")
@@ -256,7 +278,7 @@ func TestMismatchedApplicationIsRefused(t *testing.T) {
 	tn.Create(other)
 	rj := tn.Restore("restore-other", "other-app", "")
 	tn.G.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	tn.G.Expect(platform.Reason(rj.Status.Conditions)).To(BeElementOf(string(backupsv1alpha1.ReasonUnsupportedTarget), string(backupsv1alpha1.ReasonUnverifiedBackup)))
+	tn.G.Expect(platform.Reason(rj.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnsupportedTarget)))
 
 	target := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "restore-elsewhere"},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: real.Name},
@@ -264,6 +286,17 @@ func TestMismatchedApplicationIsRefused(t *testing.T) {
 	tn.Create(target)
 	done := tn.AwaitRestore(target)
 	tn.G.Expect(platform.Reason(done.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonUnsupportedTarget)))
+	tn.Untouched(before)
+
+	// The driver's own, verified Backup of "etcd", into a cluster named etcd
+	// that Flux's label says another HelmRelease manages: not this
+	// application's cluster, so not restored over.
+	cluster := tn.Cluster()
+	patch := client.MergeFrom(cluster.DeepCopy())
+	cluster.Labels["helm.toolkit.fluxcd.io/name"] = "other"
+	tn.G.Expect(env.Client.Patch(tn.Ctx, cluster, patch)).To(Succeed())
+	owned := tn.Restore("restore-foreign-cluster", real.Name, "")
+	tn.G.Expect(platform.Reason(owned.Status.Conditions)).To(Equal(string(backupsv1alpha1.ReasonApplicationMismatch)))
 	tn.Untouched(before)
 }
 
@@ -298,4 +331,11 @@ func untouchedHelmRelease(tn *platform.Tenant) {
 	tn.T.Helper()
 	hr := tn.HelmRelease()
 	tn.G.Expect(hr.Spec.Suspend).To(BeFalse())
+}
+
+// platformKeys are the running driver's provenance keys, read from its
+// Secret as the driver reads them.
+func platformKeys() *provenance.Keyring {
+	o := manager.DefaultOptions()
+	return &provenance.Keyring{Reader: env.Client, Writer: env.Client, Namespace: o.Namespace, Name: o.ProvenanceSecret}
 }
