@@ -46,7 +46,9 @@ type Reconciler struct {
 	// Credentials, when set, is told which credentials Secret each job's
 	// namespace renders for its strategy (internal/sharedcreds: shared-key
 	// detection). It must not block.
-	Credentials interface{ Observe(strategy, namespace, secret string) }
+	Credentials interface {
+		Observe(strategy, namespace, secret string)
+	}
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch
