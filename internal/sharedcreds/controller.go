@@ -139,9 +139,12 @@ func (r *Reconciler) namespaceGone(ctx context.Context, ns string) (bool, error)
 // condition's status, reason or message would change; nothing otherwise.
 func (r *Reconciler) publish(ctx context.Context, s *strategyv1alpha1.Etcd, rep Report) error {
 	want := rep.Condition(s.Generation)
-	was := meta.FindStatusCondition(s.Status.Conditions, want.Type)
-	if was != nil && was.Status == want.Status && was.Reason == want.Reason && was.Message == want.Message {
-		return nil
+	var was *metav1.Condition
+	if c := meta.FindStatusCondition(s.Status.Conditions, want.Type); c != nil {
+		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+			return nil
+		}
+		was = c.DeepCopy() // SetStatusCondition changes c in place
 	}
 	patch := client.MergeFromWithOptions(s.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	meta.SetStatusCondition(&s.Status.Conditions, want)

@@ -31,7 +31,9 @@ func (r Report) Condition(generation int64) metav1.Condition {
 	c := metav1.Condition{Type: strategyv1alpha1.EtcdConditionSharedCredentials, ObservedGeneration: generation}
 	if len(r.Sharing) == 0 {
 		c.Status, c.Reason = metav1.ConditionFalse, strategyv1alpha1.EtcdReasonCredentialsIsolated
-		c.Message = fmt.Sprintf("each of the %d namespaces known to back up with this strategy has an S3 access key of its own", r.Namespaces)
+		// No count here: a namespace that starts backing up must not
+		// cost a write of the strategy.
+		c.Message = "no two namespaces known to back up with this strategy share an S3 access key"
 		return c
 	}
 	keys := "one S3 access key"

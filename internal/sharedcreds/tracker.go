@@ -50,6 +50,11 @@ type entry struct {
 	known, dirty bool
 }
 
+// ForgetAfter is how long a namespace that holds no Backup of a strategy
+// stays known after its last BackupJob for it: longer than a weekly Plan's
+// interval.
+const ForgetAfter = 8 * 24 * time.Hour
+
 // NewTracker returns an empty Tracker with a fresh hashing key; clk (nil
 // for the real clock) times observations and resyncs.
 func NewTracker(clk clock.PassiveClock) *Tracker {
@@ -119,16 +124,17 @@ func (t *Tracker) resyncDue(strategy string, interval time.Duration) (bool, time
 }
 
 // resync replaces strategy's namespaces with those found (namespace ->
-// Secret recorded by its newest Backup) and those BackupJobs rendered since
-// the last resync, and marks every one to be read again.
+// Secret recorded by its newest Backup) and those a BackupJob rendered in the
+// last ForgetAfter, and marks every one to be read again.
 func (t *Tracker) resync(strategy string, found map[string]string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.state(strategy)
+	now := t.clock.Now()
 	for ns, e := range st.namespaces {
 		secret, has := found[ns]
 		switch {
-		case e.fromJob && !e.observed.Before(st.resynced):
+		case e.fromJob && now.Sub(e.observed) < ForgetAfter:
 		case has:
 			if !e.fromJob && e.secret != secret {
 				e.secret, e.known = secret, false
@@ -144,7 +150,7 @@ func (t *Tracker) resync(strategy string, found map[string]string) {
 			st.namespaces[ns] = &entry{secret: secret, dirty: true}
 		}
 	}
-	st.resynced = t.clock.Now()
+	st.resynced = now
 }
 
 // target is a namespace whose Secret is to be read.
