@@ -135,13 +135,14 @@ func (r *Reconciler) namespaceGone(ctx context.Context, ns string) (bool, error)
 	return n.DeletionTimestamp != nil || n.Status.Phase == corev1.NamespaceTerminating, nil
 }
 
-// publish writes the condition rep calls for, and an Event, when the
-// condition's status, reason or message would change; nothing otherwise.
+// publish writes the condition rep calls for when its status, reason or
+// message would change, or the spec did; nothing otherwise. An Event goes
+// with each True and with the first False after a True.
 func (r *Reconciler) publish(ctx context.Context, s *strategyv1alpha1.Etcd, rep Report) error {
 	want := rep.Condition(s.Generation)
 	var was *metav1.Condition
 	if c := meta.FindStatusCondition(s.Status.Conditions, want.Type); c != nil {
-		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message {
+		if c.Status == want.Status && c.Reason == want.Reason && c.Message == want.Message && c.ObservedGeneration == want.ObservedGeneration {
 			return nil
 		}
 		was = c.DeepCopy() // SetStatusCondition changes c in place
