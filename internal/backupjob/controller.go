@@ -43,6 +43,12 @@ type Reconciler struct {
 	// Schema says which strategy fields the installed CRD serves; nil
 	// assumes the driver's own CRD.
 	Schema *servedschema.Schema
+	// Credentials, when set, is told which credentials Secret each job's
+	// namespace renders for its strategy (internal/sharedcreds: shared-key
+	// detection). It must not block.
+	Credentials interface {
+		Observe(strategy, namespace, secret string)
+	}
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch

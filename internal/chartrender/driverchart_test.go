@@ -263,14 +263,15 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveLen(8))
+	g.Expect(byName).To(HaveLen(10))
 	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified",
-		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
+		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
 		g.Expect(byName).To(HaveKey(name))
 	}
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
 	g.Expect(byName["EtcdBackupStale"]["expr"]).To(ContainSubstring("1.5 * min by (namespace, application) (etcd_backup_driver_plan_interval_seconds)"))
 	g.Expect(byName["EtcdBackupDriverDown"]["expr"]).To(Equal(`absent(up{job="etcd-backup-driver-metrics"} == 1)`))
+	g.Expect(byName["EtcdBackupSharedCredentials"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.strategy }}")))
 	// Prometheus's own template syntax survives Helm's rendering.
 	g.Expect(byName["EtcdRestoreFailed"]["annotations"]).To(HaveKeyWithValue("summary", ContainSubstring("{{ $labels.reason }}")))
 

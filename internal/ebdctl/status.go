@@ -43,7 +43,9 @@ Plan's interval (the longest gap between two runs of the Plan's schedule).
 States: %s (within %.1f intervals), %s (older), %s (no good backup although
 the Plan exists for longer than that), %s (a new Plan's first run is not due
 yet), %s, %s (the Plan's schedule cannot be used), %s.
-The rule is the chart's EtcdBackupStale alert's.`, StateOK, freshness.DefaultStaleFactor, StateStale, StateMissing,
+The rule is the chart's EtcdBackupStale alert's. With -A, a line follows for
+each Etcd strategy whose namespaces share an S3 access key (the strategy's
+SharedCredentials condition, the EtcdBackupSharedCredentials alert).`, StateOK, freshness.DefaultStaleFactor, StateStale, StateMissing,
 			StateWaiting, StateSuspended, StateInvalidPlan, StateNoPlan),
 		Example: `  %[1]s status -A
   %[1]s status -n tenant-a -o wide`,
@@ -107,16 +109,24 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 	}
 	now := e.now()
 	rows := statusRows(apps.Items, plans.Items, backups.Items, now, factor)
-	if o.output == outputJSON || o.output == outputYAML {
-		return writeStructured(e.streams.Out, o.output, RowList[StatusRow]{Items: rows})
+	// Across all namespaces, say which strategies' tenants share an S3
+	// key: after the table, or on stderr beside structured output.
+	var shared []string
+	if o.allNamespaces {
+		shared = sharedCredentialLines(ctx, c)
 	}
-	if len(rows) == 0 {
-		fmt.Fprintln(e.streams.ErrOut, "No Etcd applications, Plans or Backups found.")
-		return nil
+	if o.output == outputJSON || o.output == outputYAML {
+		printSharedCredentials(e.streams.ErrOut, shared, false)
+		return writeStructured(e.streams.Out, o.output, RowList[StatusRow]{Items: rows})
 	}
 	colour, err := e.isTerminal()
 	if err != nil {
 		return err
+	}
+	defer printSharedCredentials(e.streams.Out, shared, colour)
+	if len(rows) == 0 {
+		fmt.Fprintln(e.streams.ErrOut, "No Etcd applications, Plans or Backups found.")
+		return nil
 	}
 	t := &table{w: e.streams.Out, colour: colour,
 		headers: []string{"APPLICATION", "STATE", "LAST-BACKUP", "AGE", "INTERVAL", "PLAN"}}

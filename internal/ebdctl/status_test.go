@@ -208,3 +208,32 @@ func TestRestoreLatestSkipsUnverifiedAndSafetyBackups(t *testing.T) {
 	g.Expect(e.run("restore", "etcd", "-n", "tenant-a")).To(MatchError(ContainSubstring("exactly one of --from BACKUP and --latest")))
 	g.Expect(e.run("restore", "etcd", "-n", "tenant-a", "--latest", "--from", "good")).To(HaveOccurred())
 }
+
+func TestStatusAllNamespacesSaysWhichStrategiesShareAKey(t *testing.T) {
+	g := NewWithT(t)
+	strategy := func(name string, status metav1.ConditionStatus, msg string) *strategyv1alpha1.Etcd {
+		return &strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: strategyv1alpha1.EtcdStatus{
+			Conditions: []metav1.Condition{{Type: strategyv1alpha1.EtcdConditionSharedCredentials, Status: status, Reason: "R", Message: msg}}}}
+	}
+	shared := "37 namespaces share one S3 access key (tenant-a, tenant-b, tenant-c, …) — move to brokered keys (docs/security.md)"
+	e, out, errOut := fakeEnv(
+		plan("tenant-a", "nightly", "etcd", "@daily", 30*24*time.Hour), readyBackup("tenant-a", "b", "etcd", 4*time.Hour),
+		strategy("etcd", metav1.ConditionTrue, shared),
+		strategy("isolated", metav1.ConditionFalse, "no two namespaces known to back up with this strategy share an S3 access key"),
+	)
+	g.Expect(e.run("status", "-A", "--terminal", "no")).To(Succeed())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	g.Expect(lines).To(HaveLen(3))
+	g.Expect(lines[2]).To(Equal("strategy etcd: " + shared))
+
+	out.Reset()
+	g.Expect(e.run("status", "-n", "tenant-a", "--terminal", "no")).To(Succeed())
+	g.Expect(out.String()).NotTo(ContainSubstring("strategy"), "one namespace's view says nothing of strategies")
+
+	out.Reset()
+	g.Expect(e.run("status", "-A", "-o", "json")).To(Succeed())
+	var rows RowList[StatusRow]
+	g.Expect(json.Unmarshal(out.Bytes(), &rows)).To(Succeed(), "structured output stays parseable")
+	g.Expect(errOut.String()).To(ContainSubstring("strategy etcd: 37 namespaces share one S3 access key"))
+	g.Expect(errOut.String()).NotTo(ContainSubstring("isolated"))
+}

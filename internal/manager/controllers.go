@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 )
 
 // EventSource is the reporting controller name on the driver's Events.
@@ -36,6 +37,7 @@ var controllers = []struct {
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
 	{"safetyretention", setupSafetyRetention},
+	{"sharedcreds", setupSharedCredentials},
 }
 
 // enabled is the controllers o leaves on; an unknown name is an error.
@@ -72,8 +74,9 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		Policy:    d.policy,
 		// A BackupJob's last check before it snapshots a cluster must see
 		// a claim taken a moment ago: read claims live.
-		Claims: d.claims.LiveStore(),
-		Schema: d.schema,
+		Claims:      d.claims.LiveStore(),
+		Schema:      d.schema,
+		Credentials: d.creds,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
@@ -134,5 +137,16 @@ func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 
 func setupSafetyRetention(mgr ctrl.Manager, o Options, d deps) error {
 	r := &safetyretention.Reconciler{Client: o.client(mgr), Keys: d.keys, Keep: o.SafetyBackupsKeep}
+	return r.SetupWithManager(mgr)
+}
+
+func setupSharedCredentials(mgr ctrl.Manager, o Options, d deps) error {
+	r := &sharedcreds.Reconciler{
+		Client:         o.client(mgr),
+		APIReader:      mgr.GetAPIReader(),
+		Recorder:       mgr.GetEventRecorder(EventSource),
+		Tracker:        d.creds,
+		ResyncInterval: o.SharedCredentialsResync,
+	}
 	return r.SetupWithManager(mgr)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 )
 
 // LeaderElectionID names the Lease replicas compete for.
@@ -35,6 +36,7 @@ type deps struct {
 	policy endpointpolicy.Policy
 	claims claim.Store
 	schema *servedschema.Schema
+	creds  *sharedcreds.Tracker
 }
 
 // New builds a manager for cfg with the driver's scheme, caches, probes and
@@ -107,6 +109,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		policy: policy,
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
 		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
+		creds:  sharedcreds.NewTracker(nil),
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 )
 
 // Options are the driver's settings; each has a command-line flag.
@@ -53,6 +54,10 @@ type Options struct {
 	// ClaimSweepInterval is how often restore claims whose RestoreJob is
 	// gone are removed.
 	ClaimSweepInterval time.Duration
+	// SharedCredentialsResync is how often the namespaces of each Etcd
+	// strategy are rediscovered and their credentials Secrets read again
+	// for shared-key detection (internal/sharedcreds).
+	SharedCredentialsResync time.Duration
 	// Namespace is the driver's own namespace: restore claims, captures
 	// and the provenance key live there, out of tenants' reach.
 	Namespace string
@@ -126,13 +131,14 @@ func DefaultOptions() Options {
 		KubeAPIBurst: 400,
 		// Not shorter than the etcd-operator's snapshot Job deadline
 		// (1800s): a job never gives up on a snapshot that may still land.
-		BackupDeadline:     30 * time.Minute,
-		RestoreDeadline:    30 * time.Minute,
-		ClaimSweepInterval: claim.DefaultSweepInterval,
-		SafetyBackupsKeep:  safetyretention.DefaultKeep,
-		Namespace:          ns,
-		ProvenanceSecret:   "etcd-backup-driver-provenance",
-		StagingImage:       os.Getenv("STAGING_IMAGE"),
+		BackupDeadline:          30 * time.Minute,
+		RestoreDeadline:         30 * time.Minute,
+		ClaimSweepInterval:      claim.DefaultSweepInterval,
+		SharedCredentialsResync: sharedcreds.DefaultResyncInterval,
+		SafetyBackupsKeep:       safetyretention.DefaultKeep,
+		Namespace:               ns,
+		ProvenanceSecret:        "etcd-backup-driver-provenance",
+		StagingImage:            os.Getenv("STAGING_IMAGE"),
 	}
 }
 
@@ -162,6 +168,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How many safety Backups (taken by restores) are kept per application, besides those an unfinished RestoreJob names; a negative value keeps all.")
 	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,
 		"How often restore claims (Leases in the driver's namespace) whose RestoreJob or namespace is gone are removed.")
+	fs.DurationVar(&o.SharedCredentialsResync, "shared-credentials-resync-interval", o.SharedCredentialsResync,
+		"How often each Etcd strategy's namespaces are rediscovered and their credentials Secrets read again (one by name, at most 20 a second) to tell whether they share an S3 access key.")
 	fs.StringVar(&o.Namespace, "namespace", o.Namespace,
 		"The driver's own namespace, for restore claims, captures and the provenance key (default: $POD_NAMESPACE, else etcd-backup-driver).")
 	fs.StringVar(&o.ProvenanceSecret, "provenance-secret", o.ProvenanceSecret,
@@ -171,7 +179,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("disable-controllers",
-		"Comma-separated controllers not to run: backupjob, restore, plan, backupdeletion, metrics (plan leaves Plans to another scheduler).",
+		"Comma-separated controllers not to run: backupjob, restore, plan, backupdeletion, metrics, safetyretention, sharedcreds (plan leaves Plans to another scheduler).",
 		func(v string) error {
 			o.DisabledControllers = append(o.DisabledControllers, splitList(v)...)
 			return nil

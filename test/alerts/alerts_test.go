@@ -110,7 +110,23 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		etcdBackup("tenant-forged", "forged", end.Add(-time.Minute), map[string]string{forgedLabel: "true"}),
 	)
 
+	// Two of them back up with strategy s3 using the same S3 access key.
+	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
+		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+			Bucket: "etcd-backups", Endpoint: "https://s3.example.com", CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "s3-creds"}}}}}})
+	for _, ns := range []string{"tenant-fresh", "tenant-stale"} {
+		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": "copied-everywhere", "AWS_SECRET_ACCESS_KEY": "copied-secret"}})
+	}
+
 	url := "http://" + o.MetricsAddr + "/metrics"
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL(url)
+		for _, m := range s["etcd_backup_driver_shared_credentials_namespaces"].GetMetric() {
+			return m.GetGauge().GetValue(), err
+		}
+		return 0, err
+	}).WithTimeout(30 * time.Second).Should(Equal(2.0))
 	// The collector serves every application once the caches have the objects.
 	g.Eventually(func() (int, error) {
 		s, err := scrapeURL(url)
@@ -167,7 +183,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(9))
+	g.Expect(ruleSet).To(HaveLen(10))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -180,6 +196,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdBackupFailing{reason="NoMatchingStrategy"}`,
 			`EtcdRestoreFailed{reason="MalformedOptions"}`,
 			`EtcdBackupProvenanceKeyLost`,
+			`EtcdBackupSharedCredentials{strategy="s3"}`,
 		))
 	})
 
@@ -237,8 +254,11 @@ func etcdBackup(ns, name string, takenAt time.Time, lbls map[string]string) *bac
 			ApplicationRef: etcdApp(),
 			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr(strategyv1alpha1.GroupVersion.Group), Kind: "Etcd", Name: "s3"},
 			TakenAt:        metav1.NewTime(takenAt),
-			// Retain and a key the cleanup can resolve, should it run.
-			DriverMetadata: map[string]string{"etcd-backup-driver.cozystack.io/deletion-policy": "Retain"},
+			// Retain and a key the cleanup can resolve, should it run;
+			// the Secret the shared-key check reads.
+			DriverMetadata: map[string]string{"etcd-backup-driver.cozystack.io/deletion-policy": "Retain",
+				"etcd.aenix.io/bucket": "etcd-backups", "etcd.aenix.io/endpoint": "https://s3.example.com",
+				"etcd.aenix.io/credentials-secret-name": "s3-creds"},
 		},
 		Status: backupsv1alpha1.BackupStatus{
 			Phase:    backupsv1alpha1.BackupPhaseReady,

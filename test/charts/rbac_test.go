@@ -17,12 +17,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -199,6 +201,15 @@ func TestManagerRunsWithChartRBAC(t *testing.T) {
 	// The etcd-operator and Flux, played with admin rights.
 	testenv.StartOperator(t, env.Client, tenantNamespace, s3c)
 	backup := completeBackup(g, ctx)
+	// The shared-key check read the tenant's Secret and namespace and
+	// wrote the strategy's condition as the ServiceAccount.
+	g.Eventually(func(g Gomega) {
+		var s strategyv1alpha1.Etcd
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: "rbac-strategy"}, &s)).To(Succeed())
+		c := meta.FindStatusCondition(s.Status.Conditions, strategyv1alpha1.EtcdConditionSharedCredentials)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(strategyv1alpha1.EtcdReasonCredentialsIsolated))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 	completeRestore(g, ctx, backup)
 	failRestore(g, ctx, backup)
 
@@ -264,7 +275,7 @@ func alertSelectors(g *WithT) []alertSelector {
 		}
 		out = append(out, sel)
 	}
-	g.Expect(out).To(HaveLen(15))
+	g.Expect(out).To(HaveLen(16))
 	return out
 }
 
