@@ -49,6 +49,12 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	switch {
 	case d.state == stateConclude:
 		r.event(o, d.reason, d.message, !d.success)
+		if keepsSuspended(o) {
+			msg := keptSuspendedMessage(o)
+			r.event(o, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, msg, true)
+			logr.FromContextOrDiscard(ctx).Info("HelmRelease kept suspended: the restore ended without a healthy cluster",
+				"helmRelease", o.job.Namespace+"/"+o.app, "reason", d.reason, "recovery", msg)
+		}
 	case d.state == stateFinish:
 		recordFinish(o.job)
 		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)

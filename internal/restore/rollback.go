@@ -52,8 +52,8 @@ func decideRollback(o *observation, rb *rollbackState, defaultTimeout time.Durat
 	deadline := rb.since.Add(o.opts.timeout(defaultTimeout))
 	gaveUp := func(what string) decision {
 		return decision{state: stateConclude, reason: backupsv1alpha1.ReasonRollbackFailed, message: fmt.Sprintf(
-			"%s; rolling back to safety Backup %s/%s failed too: %s. The pre-restore EtcdCluster definition is in ConfigMap %s/%s (key %s); restore Backup %s with a new RestoreJob once the cause is fixed",
-			rb.message, o.job.Namespace, safety.BackupName, what, o.capture.namespace, o.capture.name, captureKeyCluster, safety.BackupName)}
+			"%s; rolling back to safety Backup %s/%s failed too: %s. The pre-restore EtcdCluster definition is in ConfigMap %s/%s (key %s); restore Backup %s with a new RestoreJob once the cause is fixed. %s",
+			rb.message, o.job.Namespace, safety.BackupName, what, o.capture.namespace, o.capture.name, captureKeyCluster, safety.BackupName, helmReleaseAdvice(o))}
 	}
 	d := rollbackStep(o, rb, safety, gaveUp)
 	if d.state == stateConclude {

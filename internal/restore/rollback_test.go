@@ -90,7 +90,7 @@ func TestRollback(t *testing.T) {
 		g.Expect(rj.Status.Message).To(ContainSubstring("rollback is false"))
 		g.Expect(rj.Status.Message).To(ContainSubstring(safetyName(rj)), "it says where the old data is")
 		g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal(testPrefix+"b-ccccc.db"), "the failed cluster is left as it is")
-		g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+		expectKeptSuspended(t, ns, rj)
 	})
 }
 

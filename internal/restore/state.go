@@ -228,8 +228,8 @@ func recoveryAdvice(o *observation) string {
 		}
 		return "The EtcdCluster was not touched; the HelmRelease is returned to its prior state."
 	}
-	msg := fmt.Sprintf("The pre-restore EtcdCluster definition is kept in ConfigMap %s/%s (key %s); the HelmRelease %s is returned to its prior state (%s).",
-		o.capture.namespace, o.capture.name, captureKeyCluster, o.app, o.capture.hrPrior)
+	msg := fmt.Sprintf("The pre-restore EtcdCluster definition is kept in ConfigMap %s/%s (key %s). %s",
+		o.capture.namespace, o.capture.name, captureKeyCluster, helmReleaseAdvice(o))
 	if o.capture.rollback != nil {
 		msg += fmt.Sprintf(" The data as it was before the restore is in Backup %s/%s: create a RestoreJob naming it to go back.",
 			o.job.Namespace, o.capture.rollback.BackupName)
