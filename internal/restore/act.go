@@ -134,6 +134,8 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.liftFence(ctx, o)
 	case stateSettleStaging:
 		return r.settleStaging(ctx, o)
+	case stateRestoreProgressDeadline:
+		return r.restoreProgressDeadline(ctx, o)
 	}
 	return fmt.Errorf("no step for state %s", d.state)
 }
@@ -362,6 +364,20 @@ func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d deci
 	default:
 		return fmt.Errorf("create EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
 	}
+}
+
+// restoreProgressDeadline patches the healthy re-created cluster's
+// spec.progressDeadlineSeconds back to the captured value, on exactly the
+// object observed (optimistic lock).
+func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation) error {
+	c := o.cluster.DeepCopy()
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	want := capturedProgressDeadline(o)
+	c.Spec.ProgressDeadlineSeconds = &want
+	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
+	}
+	return nil
 }
 
 // event records a transition on the job; Warning when it is bad news.

@@ -56,7 +56,7 @@ func decideRollback(o *observation, rb *rollbackState, defaultTimeout time.Durat
 			rb.message, o.job.Namespace, safety.BackupName, what, o.capture.namespace, o.capture.name, captureKeyCluster, safety.BackupName, helmReleaseAdvice(o))}
 	}
 	d := rollbackStep(o, rb, safety, gaveUp)
-	if d.state == stateConclude {
+	if d.state == stateConclude || d.state == stateRestoreProgressDeadline {
 		return d
 	}
 	if !o.now.Before(deadline) {
@@ -78,6 +78,9 @@ func rollbackStep(o *observation, rb *rollbackState, safety *restoreSource, gave
 				return gaveUp("the etcd-operator could not bootstrap from it either: " + why)
 			}
 			if healthy(o.cluster) {
+				if !progressDeadlineRestored(o) {
+					return decision{state: stateRestoreProgressDeadline}
+				}
 				return decision{state: stateConclude, reason: rb.reason, message: fmt.Sprintf(
 					"%s. The restore was rolled back: EtcdCluster %s was re-created from safety Backup %s/%s and holds the data as it was before the restore (all %d members ready)",
 					rb.message, clusterName, o.job.Namespace, safety.BackupName, o.cluster.Status.ReadyMembers)}

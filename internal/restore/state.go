@@ -68,6 +68,9 @@ const (
 	stateWaitRestart
 	stateLiftFence
 	stateSettleStaging
+	// stateRestoreProgressDeadline puts the healthy re-created cluster's
+	// spec.progressDeadlineSeconds back to its captured value.
+	stateRestoreProgressDeadline
 )
 
 var stateNames = map[state]string{
@@ -83,7 +86,7 @@ var stateNames = map[state]string{
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
-	stateSettleStaging: "SettleStaging",
+	stateSettleStaging: "SettleStaging", stateRestoreProgressDeadline: "RestoreProgressDeadline",
 }
 
 func (s state) String() string { return stateNames[s] }

@@ -190,6 +190,17 @@ func TestDecide(t *testing.T) {
 			stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
 		"Available and every member ready: success is concluded": {func(o *observation) { ours(o, "b", key, 3, true) },
 			stateConclude, backupsv1alpha1.ReasonRestoreCompleted},
+		"healthy with the restore's raised progress deadline: it goes back first": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			raised := int32(1799)
+			o.cluster.Spec.ProgressDeadlineSeconds = &raised
+		}, stateRestoreProgressDeadline, ""},
+		"healthy past the deadline with the raised progress deadline: put back, not rolled back": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			raised := int32(1799)
+			o.cluster.Spec.ProgressDeadlineSeconds = &raised
+			o.now = t0.Add(31 * time.Minute)
+		}, stateRestoreProgressDeadline, ""},
 		"bootstrap failed: roll back": {func(o *observation) { bootstrapFailedCluster(o, "b", key) },
 			stateStartRollback, backupsv1alpha1.ReasonRollingBack},
 		"bootstrap failed, rollback declined": {func(o *observation) {

@@ -26,7 +26,8 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 	}
 	deadline := startedAt(o).Add(o.opts.timeout(defaultTimeout))
 	d := decideStep(o)
-	if d.state == stateConclude || d.state == stateStartRollback {
+	if d.state == stateConclude || d.state == stateStartRollback || d.state == stateRestoreProgressDeadline {
+		// A healthy cluster is not given up on at the deadline.
 		return d
 	}
 	if !o.now.Before(deadline) {
@@ -102,6 +103,9 @@ func decideLiveCluster(o *observation) decision {
 			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
 		}
 		if healthy(o.cluster) {
+			if !progressDeadlineRestored(o) {
+				return decision{state: stateRestoreProgressDeadline}
+			}
 			return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
 				clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
 		}
