@@ -59,7 +59,8 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 		recordFinish(o.job)
 		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)
 	case d.reason != "" && readyReason(o.job) != prevReason:
-		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message, false)
+		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message,
+			d.reason == backupsv1alpha1.ReasonReplacingRecreatedCluster)
 	}
 	return true, nil
 }

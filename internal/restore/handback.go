@@ -61,3 +61,31 @@ func helmReleaseAdvice(o *observation) string {
 	}
 	return fmt.Sprintf("The HelmRelease %s is returned to its prior state (%s).", o.app, o.capture.hrPrior)
 }
+
+// fluxNamespaceLabel is set by helm-controller, next to fluxNameLabel, on
+// every object a HelmRelease applies: the HelmRelease's namespace.
+const fluxNamespaceLabel = "helm.toolkit.fluxcd.io/namespace"
+
+// helmOwned: the live cluster is the object the application's HelmRelease
+// applies, as the captured one was (helm-controller's labels name the same
+// release). Only such a cluster is rolled over: it is the chart's
+// rendering, with none of the tenant's data; anything else is left alone.
+func helmOwned(o *observation) bool {
+	want, got := o.capture.cluster.GetLabels(), o.cluster.GetLabels()
+	name, ns := want[fluxNameLabel], want[fluxNamespaceLabel]
+	return name == o.app && ns == o.job.Namespace && got[fluxNameLabel] == name && got[fluxNamespaceLabel] == ns
+}
+
+// rollOver deletes a cluster the HelmRelease applied after the purge (a
+// human lifted the suspension, the chart re-rendered), so that this
+// restore's cluster is re-created in its place: the tenant is never left
+// with the chart's empty cluster. The HelmRelease was suspended again
+// before (decideStep), and the delete confirms it live.
+func rollOver(o *observation, what string) decision {
+	msg := fmt.Sprintf("EtcdCluster %s (UID %s) %s; it was applied by HelmRelease %s (resumed by hand, or the chart re-rendered), which is suspended again: deleting that cluster to re-create this restore's in its place",
+		clusterName, o.cluster.UID, what, o.app)
+	if !o.cluster.GetDeletionTimestamp().IsZero() {
+		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonReplacingRecreatedCluster, message: msg}
+	}
+	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonReplacingRecreatedCluster, message: msg}
+}

@@ -6,9 +6,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -46,4 +49,94 @@ func TestProgressDeadlineReturnsToCaptured(t *testing.T) {
 	g.Consistently(func(g Gomega) {
 		g.Expect(progressDeadlineOf(getCluster(g, ns))).To(BeEquivalentTo(1234))
 	}).WithTimeout(time.Second).Should(Succeed())
+}
+
+// replaceCluster plays someone putting EtcdCluster etcd back after the
+// purge, as the chart renders it (no restore source): it deletes the
+// cluster the restore re-created and creates build(ns) in its place,
+// racing the driver's own re-create until it wins. It returns the UID of
+// the cluster it created.
+func replaceCluster(t *testing.T, ns string, build func(ns string) *unstructured.Unstructured) types.UID {
+	t.Helper()
+	ctx := context.Background()
+	var uid types.UID
+	NewWithT(t).Eventually(func(g Gomega) {
+		c := &unstructured.Unstructured{}
+		c.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+		err := k.Get(ctx, keyOf(ns, clusterName), c)
+		switch {
+		case apierrors.IsNotFound(err):
+			fresh := build(ns)
+			if k.Create(ctx, fresh) == nil {
+				uid = fresh.GetUID()
+				// An empty cluster the operator brings up at once.
+				_ = testenv.MarkHealthy(ctx, k, keyOf(ns, clusterName))
+			}
+		case err == nil && c.GetDeletionTimestamp() == nil && c.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] != "":
+			_ = k.Delete(ctx, c)
+		}
+		g.Expect(uid).NotTo(BeEmpty())
+	}).WithTimeout(30 * time.Second).WithPolling(10 * time.Millisecond).Should(Succeed())
+	return uid
+}
+
+// After the purge a human resumes the HelmRelease and Flux re-creates
+// EtcdCluster etcd from the chart: an empty cluster without the restore's
+// source. The restore suspends the HelmRelease again, deletes that cluster
+// and re-creates its own; it never concludes on the chart's cluster. A
+// cluster the HelmRelease does not own is left alone, and the restore
+// fails saying so, with the HelmRelease kept suspended.
+func TestClusterRecreatedAfterPurge(t *testing.T) {
+	start := func(t *testing.T) (string, *testenv.Operator, *backupsv1alpha1.RestoreJob) {
+		g := NewWithT(t)
+		ctx := context.Background()
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		op := startOperator(t, ns)
+		op.Set(func(op *testenv.Operator) { op.HoldBootstrap = true })
+		g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+		rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonEtcdClusterBootstrapping)
+		hr := getHR(g, ns)
+		hr.Spec.Suspend = false
+		g.Expect(k.Update(ctx, hr)).To(Succeed(), "a human resumes the HelmRelease")
+		return ns, op, rj
+	}
+
+	t.Run("the HelmRelease's cluster is rolled over", func(t *testing.T) {
+		g := NewWithT(t)
+		ns, op, rj := start(t)
+		chart := replaceCluster(t, ns, func(ns string) *unstructured.Unstructured { return liveCluster(ns, "") })
+		g.Eventually(func(g Gomega) {
+			c := getCluster(g, ns)
+			g.Expect(c.GetUID()).NotTo(Equal(chart))
+			g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
+		}).WithTimeout(30*time.Second).Should(Succeed(), "the chart's cluster is replaced by the restore's")
+		g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue(), "suspended again before the chart's cluster was deleted")
+		g.Expect(eventReasons(ns)).To(ContainElement(string(backupsv1alpha1.ReasonReplacingRecreatedCluster)))
+
+		op.Set(func(op *testenv.Operator) { op.HoldBootstrap = false })
+		done := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+		c := getCluster(g, ns)
+		g.Expect(c.GetUID()).NotTo(Equal(chart))
+		g.Expect(bootstrapKey(c)).To(Equal(testPrefix + "b-aaaaa.db"))
+		g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(done.UID)))
+		g.Expect(countOf(writes.of(ns), "delete EtcdCluster")).To(Equal(2), "the purge, then the chart's cluster")
+		g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	})
+
+	t.Run("a cluster the HelmRelease does not own is left alone", func(t *testing.T) {
+		g := NewWithT(t)
+		ns, _, _ := start(t)
+		other := replaceCluster(t, ns, func(ns string) *unstructured.Unstructured {
+			u := liveCluster(ns, "")
+			u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "someone"})
+			return u
+		})
+		done := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+		g.Expect(readyReason(done)).To(Equal(string(backupsv1alpha1.ReasonClusterReplaced)), done.Status.Message)
+		g.Expect(getCluster(g, ns).GetUID()).To(Equal(other), "not deleted")
+		g.Expect(countOf(writes.of(ns), "delete EtcdCluster")).To(Equal(1), "the purge only")
+		expectKeptSuspended(t, ns, done)
+	})
 }

@@ -88,8 +88,8 @@ func rollbackStep(o *observation, rb *rollbackState, safety *restoreSource, gave
 			return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonRollingBack, message: fmt.Sprintf(
 				"rolling back: waiting for EtcdCluster %s, re-created from safety Backup %s, to be healthy (%s)",
 				clusterName, safety.BackupName, memberSummary(o.cluster))}
-		case !recreatedBy(o):
-			return gaveUp("an EtcdCluster this RestoreJob did not create appeared; it was left untouched")
+		case !recreatedBy(o) && !helmOwned(o):
+			return gaveUp("an EtcdCluster this RestoreJob did not create (and not HelmRelease " + o.app + "'s) appeared; it was left untouched")
 		case !o.cluster.GetDeletionTimestamp().IsZero():
 			return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonRollingBack,
 				message: "rolling back: waiting for the failed EtcdCluster to be deleted"}

@@ -183,9 +183,23 @@ func TestDecide(t *testing.T) {
 			stateWaitPurge, backupsv1alpha1.ReasonPurgingCluster},
 		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster = nil },
 			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
-		"a cluster someone else made after the purge": {purgedWorld, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
-		"our cluster with another source": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
-			stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"the HelmRelease's cluster re-created after the purge: rolled over": {purgedWorld,
+			stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the HelmRelease's cluster re-created after the purge, being deleted: wait": {func(o *observation) {
+			purgedWorld(o)
+			now := metav1.NewTime(t0)
+			o.cluster.DeletionTimestamp = &now
+		}, stateWaitPurge, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"a cluster someone else made after the purge: left alone": {func(o *observation) {
+			purgedWorld(o)
+			o.cluster.Labels = map[string]string{fluxNameLabel: testApp}
+		}, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"our cluster with another source, the HelmRelease's: rolled over": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
+			stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"our cluster with another source, not the HelmRelease's: left alone": {func(o *observation) {
+			ours(o, "b", "other.db", 3, true)
+			o.cluster.Labels = nil
+		}, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
 		"Available with only the seed ready is not success": {func(o *observation) { ours(o, "b", key, 1, true) },
 			stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
 		"Available and every member ready: success is concluded": {func(o *observation) { ours(o, "b", key, 3, true) },
@@ -235,6 +249,13 @@ func TestDecide(t *testing.T) {
 			ours(o, "rj-safety", safetyKey, 3, true)
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
 		}, stateConclude, backupsv1alpha1.ReasonBootstrapFailed},
+		"rolling back: a cluster the HelmRelease re-created is deleted": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateDeleteCluster, backupsv1alpha1.ReasonRollingBack},
+		"rolling back: someone else's cluster is left alone": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+			o.cluster.Labels = nil
+		}, stateConclude, backupsv1alpha1.ReasonRollbackFailed},
 		"rollback bootstrap failed too": {func(o *observation) {
 			bootstrapFailedCluster(o, "rj-safety", safetyKey)
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
@@ -253,6 +274,10 @@ func TestDecide(t *testing.T) {
 		"concluded: the HelmRelease goes back first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
 		}, stateRestoreHelmRelease, ""},
+		"concluded without a healthy cluster: the HelmRelease is kept suspended, claim released": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			withCondition(o, backupsv1alpha1.RestoreConditionHelmReleaseReconciled, metav1.ConditionFalse, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, "x", t0)
+		}, stateReleaseClaim, ""},
 		"concluded, HelmRelease was suspended before: left alone, claim released": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.capture.hrPrior = hrSuspended

@@ -93,12 +93,7 @@ func decideStep(o *observation) decision {
 }
 
 func decideLiveCluster(o *observation) decision {
-	if recreatedBy(o) {
-		src := o.capture.source
-		if !carriesSource(o, src) {
-			return failure(o, backupsv1alpha1.ReasonClusterReplaced,
-				"the EtcdCluster marked as re-created by this RestoreJob does not carry its restore source")
-		}
+	if src := o.capture.source; recreatedBy(o) && carriesSource(o, src) {
 		if why := bootstrapFailed(o.cluster); why != "" {
 			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
 		}
@@ -112,9 +107,18 @@ func decideLiveCluster(o *observation) decision {
 		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
 			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.cluster) + ")"}
 	}
-	if purged(o.job) {
-		return failure(o, backupsv1alpha1.ReasonClusterReplaced,
-			"an EtcdCluster this RestoreJob did not create appeared after the old one was purged; it was left untouched")
+	if recreatedBy(o) || purged(o.job) {
+		// Not the cluster this restore created: the HelmRelease's is
+		// rolled over, anything else is left alone.
+		what := "appeared after the old one was purged, without this restore's source"
+		if recreatedBy(o) {
+			what = "is marked as re-created by this RestoreJob but does not carry its restore source"
+		}
+		if helmOwned(o) {
+			return rollOver(o, what)
+		}
+		return failure(o, backupsv1alpha1.ReasonClusterReplaced, fmt.Sprintf("EtcdCluster %s %s, and it is not HelmRelease %s's; it was left untouched",
+			clusterName, what, o.app))
 	}
 	if !o.cluster.GetDeletionTimestamp().IsZero() {
 		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
