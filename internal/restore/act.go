@@ -250,13 +250,9 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	// What the capture records comes from the API server, not the cache:
 	// the whole object (unknown fields included) and the HelmRelease's
 	// state as it is now.
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
-	if err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, live); err != nil {
-		return fmt.Errorf("read EtcdCluster %s/%s to capture it: %w", o.job.Namespace, clusterName, err)
-	}
-	if live.GetUID() != o.cluster.UID {
-		return fmt.Errorf("EtcdCluster %s/%s changed before it was captured; looking again", o.job.Namespace, clusterName)
+	live, err := r.liveModel(ctx, o)
+	if err != nil {
+		return err
 	}
 	hr, err := r.liveHelmRelease(ctx, o)
 	if err != nil {
@@ -277,10 +273,31 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	if err != nil {
 		return err
 	}
+	if o.cluster == nil {
+		cm.Data[captureKeyFrom] = o.prior.name
+	}
 	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	return nil
+}
+
+// liveModel reads the cluster to capture from the API server: the live
+// object whole (unknown fields included), exactly the one observed, or an
+// absent cluster's prior capture.
+func (r *Reconciler) liveModel(ctx context.Context, o *observation) (*unstructured.Unstructured, error) {
+	if o.cluster == nil {
+		return r.absentModel(ctx, o)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+	if err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, live); err != nil {
+		return nil, fmt.Errorf("read EtcdCluster %s/%s to capture it: %w", o.job.Namespace, clusterName, err)
+	}
+	if live.GetUID() != o.cluster.UID {
+		return nil, fmt.Errorf("EtcdCluster %s/%s changed before it was captured; looking again", o.job.Namespace, clusterName)
+	}
+	return live, nil
 }
 
 func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {

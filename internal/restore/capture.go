@@ -76,6 +76,9 @@ type capture struct {
 	source    restoreSource
 	// rollback is the safety Backup's object, when one was taken.
 	rollback *restoreSource
+	// from names the capture the cluster's definition was copied from
+	// when the cluster was absent ("" when it was captured live).
+	from string
 }
 
 // captureName is unique per RestoreJob (namespace, name and UID) within
@@ -175,7 +178,7 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 		return nil, err
 	}
 	c := &capture{namespace: cm.Namespace, name: cm.Name, app: cm.Annotations[captureAppAnnotation],
-		cluster: &unstructured.Unstructured{Object: obj}, source: *src}
+		cluster: &unstructured.Unstructured{Object: obj}, source: *src, from: cm.Data[captureKeyFrom]}
 	if c.app == "" {
 		c.app = applicationName
 	}

@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -138,5 +139,88 @@ func TestClusterRecreatedAfterPurge(t *testing.T) {
 		g.Expect(getCluster(g, ns).GetUID()).To(Equal(other), "not deleted")
 		g.Expect(countOf(writes.of(ns), "delete EtcdCluster")).To(Equal(1), "the purge only")
 		expectKeptSuspended(t, ns, done)
+	})
+}
+
+// After a restore failed without a rollback (cluster broken, HelmRelease
+// kept suspended, capture kept), a human deletes the broken cluster. A
+// restore of the safety Backup into the absent cluster takes its shape
+// from that capture (the driver's, in its namespace) and brings the data
+// back; without safetySnapshot: false it is refused, and a look-alike
+// capture in the tenant's namespace does not count.
+func TestRestoreIntoAbsentClusterFromCapture(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) { op.FailBootstrap = func(key string) bool { return key == testPrefix+"b-bbbbb.db" } })
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-bbbbb"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "first", "b", `{"rollback":false}`))).To(Succeed())
+	first := waitPhase(t, ns, "first", backupsv1alpha1.RestoreJobPhaseFailed)
+	g.Expect(readyReason(first)).To(Equal(string(backupsv1alpha1.ReasonBootstrapFailed)))
+	prior, err := getCapture(g, first)
+	g.Expect(err).NotTo(HaveOccurred())
+	broken := getCluster(g, ns)
+	g.Expect(k.Delete(ctx, broken)).To(Succeed(), "a human deletes the broken cluster")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, keyOf(ns, clusterName), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": etcdv1alpha2.GroupVersion.String(), "kind": "EtcdCluster"}}))
+	}).WithTimeout(10 * time.Second).Should(BeTrue())
+
+	t.Run("a look-alike capture in the tenant's namespace does not count", func(t *testing.T) {
+		g := NewWithT(t)
+		fake := prior.DeepCopy()
+		fake.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "look-alike", Labels: prior.Labels}
+		g.Expect(k.Create(ctx, fake)).To(Succeed())
+		other := newNamespace(t)
+		deployApp(t, other, appOpts{noCluster: true})
+		// The same ConfigMap, in the tenant's namespace of a cluster that
+		// has no capture of its own.
+		fake = prior.DeepCopy()
+		fake.ObjectMeta = metav1.ObjectMeta{Namespace: other, Name: "look-alike", Labels: map[string]string{}}
+		for key, v := range prior.Labels {
+			fake.Labels[key] = v
+		}
+		fake.Labels[backupsv1alpha1.CaptureForLabel] = other
+		g.Expect(k.Create(ctx, fake)).To(Succeed())
+		g.Expect(k.Create(ctx, ourBackup(other, "b", "b-ddddd"))).To(Succeed())
+		g.Expect(k.Create(ctx, newRestoreJob(other, "restore", "b", `{"safetySnapshot":false}`))).To(Succeed())
+		rj := waitPhase(t, other, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+		g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonSourceClusterNotFound)))
+		g.Expect(rj.Status.Message).To(ContainSubstring("no restore left a capture"))
+	})
+
+	t.Run("without safetySnapshot: false it is refused", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "unsafe", safetyName(first), ""))).To(Succeed())
+		rj := waitPhase(t, ns, "unsafe", backupsv1alpha1.RestoreJobPhaseFailed)
+		g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonClusterNotAvailable)))
+		g.Expect(rj.Status.Message).To(ContainSubstring(prior.Name))
+		g.Expect(rj.Status.Message).To(ContainSubstring("safetySnapshot: false"))
+	})
+
+	t.Run("restored from the safety Backup into the absent cluster", func(t *testing.T) {
+		g := NewWithT(t)
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "recover", safetyName(first), `{"safetySnapshot":false}`))).To(Succeed())
+		rj := waitPhase(t, ns, "recover", backupsv1alpha1.RestoreJobPhaseSucceeded)
+		c := getCluster(g, ns)
+		g.Expect(bootstrapKey(c)).To(Equal(testPrefix + safetyName(first) + ".db"))
+		g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
+		// The captured shape: the chart's metadata and the spec fields.
+		g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
+		tenant, _, _ := unstructured.NestedString(c.Object, "spec", "additionalMetadata", "labels", "tenant")
+		g.Expect(tenant).To(Equal("t1"))
+		g.Expect(progressDeadlineOf(c)).To(BeEquivalentTo(600))
+		g.Expect(condition(rj, backupsv1alpha1.RestoreConditionSpecCaptured).Message).To(ContainSubstring(prior.Name))
+		// The HelmRelease the first restore kept suspended is left so:
+		// resuming it is the human's call.
+		g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue())
+		g.Expect(condition(rj, backupsv1alpha1.RestoreConditionHelmReleaseReconciled).Reason).
+			To(Equal(string(backupsv1alpha1.ReasonHelmReleaseLeftSuspended)))
+		_, err := getCapture(g, first)
+		g.Expect(err).NotTo(HaveOccurred(), "the first restore's capture is kept")
+		_, err = getCapture(g, rj)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the recovery's own capture went with its success")
 	})
 }

@@ -203,6 +203,11 @@ func committed(o *observation) bool {
 	if o.capture == nil {
 		return false
 	}
+	if o.capture.from != "" {
+		// The cluster was absent from the start: only deleting or
+		// creating one commits.
+		return purged(o.job) || recreatedBy(o) || (o.cluster != nil && !o.cluster.GetDeletionTimestamp().IsZero())
+	}
 	return purged(o.job) || o.cluster == nil || !o.cluster.GetDeletionTimestamp().IsZero() || recreatedBy(o)
 }
 

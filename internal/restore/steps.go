@@ -71,6 +71,9 @@ func decideStep(o *observation) decision {
 		if d, done := decideFence(o); !done {
 			return d
 		}
+		if o.cluster == nil {
+			return decideAbsent(o)
+		}
 		return decideSafety(o)
 	}
 	if o.hr != nil && !o.hr.Spec.Suspend {
@@ -79,6 +82,13 @@ func decideStep(o *observation) decision {
 	}
 	if o.cluster != nil {
 		return decideLiveCluster(o)
+	}
+	if o.capture.from != "" && o.opts.bumpRevision() && !purged(o.job) {
+		// Restoring into an absent cluster: nothing to purge, the staging
+		// comes first all the same.
+		if d, done := decideStaging(o); !done {
+			return d
+		}
 	}
 	if o.pvcs > 0 {
 		return waitPVCs(o)
