@@ -154,7 +154,9 @@ func TestRestoreIntoAbsentClusterFromCapture(t *testing.T) {
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	op := startOperator(t, ns)
-	op.Set(func(op *testenv.Operator) { op.FailBootstrap = func(key string) bool { return key == testPrefix+"b-bbbbb.db" } })
+	op.Set(func(op *testenv.Operator) {
+		op.FailBootstrap = func(key string) bool { return key == testPrefix+"b-bbbbb.db" }
+	})
 	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-bbbbb"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "first", "b", `{"rollback":false}`))).To(Succeed())
 	first := waitPhase(t, ns, "first", backupsv1alpha1.RestoreJobPhaseFailed)
