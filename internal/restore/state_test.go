@@ -133,6 +133,35 @@ func TestDecide(t *testing.T) {
 		"claim free and no cluster: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.cluster, o.holder = nil, nil, nil, nil
 		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
+		"claim free and no cluster, but a capture of it, safety snapshot declined: claims": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateAcquireClaim, ""},
+		"claim free and no cluster, but a capture of it: refused without declining the safety snapshot": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+		}, stateConclude, backupsv1alpha1.ReasonClusterNotAvailable},
+		"claim free and no cluster, but member PVCs remain: refused": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster, o.pvcs = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil, 3
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
+		"claimed, verified, no cluster: captured from the earlier capture": {func(o *observation) {
+			o.capture = nil
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"ok ["+fingerprint(o)+"]", t0)
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateCapture, backupsv1alpha1.ReasonSpecCaptured},
+		"absent cluster captured, not staged yet: stage first": {func(o *observation) {
+			o.capture.from, o.cluster, o.staging = "cap-0", nil, nil
+		}, stateStage, backupsv1alpha1.ReasonStaging},
+		"absent cluster captured and staged: re-create": {func(o *observation) { o.capture.from, o.cluster = "cap-0", nil },
+			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
 		"unverified and not where this namespace's backups go: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
 			o.verdict, o.admission = provenance.Verdict{Reason: provenance.ReasonUnsigned}, "it points elsewhere"
