@@ -113,6 +113,8 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.recordSafetyBackup(ctx, o)
 	case stateHandOverSnapshot:
 		return r.handOverSnapshot(ctx, o)
+	case stateAbandonSafetySnapshot:
+		return r.abandonSafetySnapshot(ctx, o)
 	case stateCapture:
 		return r.captureCluster(ctx, o)
 	case stateSuspendHelmRelease:

@@ -20,12 +20,16 @@ import (
 
 // decideHandBack picks the next hand-back step.
 func decideHandBack(o *observation, out *outcome) decision {
-	if s := o.snapshot; s != nil && o.safetyConflict == "" {
+	if s := o.snapshot; s != nil && o.safetyConflict == "" && s.DeletionTimestamp.IsZero() {
 		switch {
+		case !snapshotDone(s) && safetyAbandoned(o):
+			// Nobody completes it (the operator is down): deleted, so it
+			// cannot land later as an object no Backup records.
+			return decision{state: stateAbandonSafetySnapshot}
 		case !snapshotDone(s):
 			// A started snapshot lands in S3 either way: it is recorded,
 			// not orphaned.
-			return decision{state: stateWaitSafetySnapshot}
+			return decision{state: stateWaitSafetySnapshot, deadline: safetyGiveUpAt(s)}
 		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && o.safetyBackup == nil:
 			return decision{state: stateRecordSafetyBackup}
 		case s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete && !ownedByBackup(s, o.safetyBackup):

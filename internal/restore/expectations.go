@@ -130,6 +130,8 @@ func expectationOf(s state, b before) expectation {
 		return func(o *observation) bool { return o.safetyBackup != nil || o.safetyConflict != "" }
 	case stateHandOverSnapshot:
 		return snapshotChangedFrom(b.snapshotRV)
+	case stateAbandonSafetySnapshot:
+		return func(o *observation) bool { return o.snapshot == nil || !o.snapshot.DeletionTimestamp.IsZero() }
 	case stateCapture:
 		return func(o *observation) bool { return o.capture != nil || o.captureErr != nil }
 	case stateSuspendHelmRelease, stateRestoreHelmRelease:

@@ -1,10 +1,14 @@
 package restore
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -34,8 +38,17 @@ func decideSafety(o *observation) decision {
 			return failure(o, backupsv1alpha1.ReasonSafetySnapshotFailed, fmt.Sprintf(
 				"safety EtcdSnapshot %s/%s failed (%s), so the live cluster was not touched; fix the cause or set spec.options.safetySnapshot to false",
 				s.Namespace, s.Name, snapshotFailure(s)))
+		case s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete && !s.DeletionTimestamp.IsZero():
+			return failure(o, backupsv1alpha1.ReasonSafetySnapshotFailed, fmt.Sprintf(
+				"safety EtcdSnapshot %s/%s was deleted before it completed, so the live cluster was not touched", s.Namespace, s.Name))
+		case s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete && safetyAbandoned(o):
+			return failure(o, backupsv1alpha1.ReasonSafetySnapshotFailed, fmt.Sprintf(
+				"safety EtcdSnapshot %s/%s reported no outcome within %s (is the etcd-operator running?), so the live cluster was not touched and the snapshot is deleted; "+
+					"retry when the operator completes snapshots again, or set spec.options.safetySnapshot to false",
+				s.Namespace, s.Name, safetySnapshotBound))
 		case s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete:
-			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o)}
+			return decision{state: stateWaitSafetySnapshot, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o),
+				deadline: safetyGiveUpAt(s)}
 		case o.safetyBackup == nil:
 			return decision{state: stateRecordSafetyBackup, reason: backupsv1alpha1.ReasonSafetySnapshotRunning, message: safetyMessage(o)}
 		case !ownedByBackup(s, o.safetyBackup):
@@ -63,6 +76,24 @@ func decideSafety(o *observation) decision {
 	}
 	return decision{state: stateCapture, reason: backupsv1alpha1.ReasonSpecCaptured,
 		message: "capturing EtcdCluster " + clusterName + " into ConfigMap " + o.driverNS + "/" + captureName(o.job)}
+}
+
+// safetySnapshotBound is how long a safety snapshot may go without an
+// outcome. The etcd-operator gives its snapshot Job 1800 seconds
+// (activeDeadlineSeconds) and then reports Failed; a snapshot with no
+// outcome five minutes after that has nobody working on it (the operator
+// is down), and waiting longer would hold the restore claim for ever.
+const safetySnapshotBound = 35 * time.Minute
+
+// safetyGiveUpAt is when the restore stops waiting for safety snapshot s.
+func safetyGiveUpAt(s *etcdv1alpha2.EtcdSnapshot) time.Time {
+	return s.CreationTimestamp.Add(safetySnapshotBound)
+}
+
+// safetyAbandoned: the safety snapshot is unfinished past its bound.
+func safetyAbandoned(o *observation) bool {
+	s := o.snapshot
+	return s != nil && !snapshotDone(s) && !o.now.Before(safetyGiveUpAt(s))
 }
 
 // safetyMessage is the one message of the safety snapshot's steps (take,
@@ -169,4 +200,19 @@ func safetyLabels(rj *backupsv1alpha1.RestoreJob, app string) map[string]string 
 		backupsv1alpha1.RestoreJobUIDLabel:   string(rj.UID),
 		backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app),
 	}
+}
+
+// abandonSafetySnapshot deletes the safety snapshot nobody completes (its
+// bound passed). The deletion is conditional on the snapshot being the
+// one observed, still unfinished: one that completed meanwhile is recorded
+// instead, at the next step.
+func (r *Reconciler) abandonSafetySnapshot(ctx context.Context, o *observation) error {
+	s := o.snapshot
+	r.event(o, backupsv1alpha1.ReasonSafetySnapshotFailed, fmt.Sprintf(
+		"deleting safety EtcdSnapshot %s/%s: no outcome within %s (is the etcd-operator running?)", s.Namespace, s.Name, safetySnapshotBound), true)
+	err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete abandoned safety EtcdSnapshot %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
 }

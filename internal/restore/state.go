@@ -68,6 +68,9 @@ const (
 	stateWaitRestart
 	stateLiftFence
 	stateSettleStaging
+	// stateAbandonSafetySnapshot deletes a safety snapshot that had no
+	// outcome within its bound.
+	stateAbandonSafetySnapshot
 	// stateRestoreProgressDeadline puts the healthy re-created cluster's
 	// spec.progressDeadlineSeconds back to its captured value.
 	stateRestoreProgressDeadline
@@ -86,7 +89,8 @@ var stateNames = map[state]string{
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
-	stateSettleStaging: "SettleStaging", stateRestoreProgressDeadline: "RestoreProgressDeadline",
+	stateSettleStaging: "SettleStaging", stateAbandonSafetySnapshot: "AbandonSafetySnapshot",
+	stateRestoreProgressDeadline: "RestoreProgressDeadline",
 }
 
 func (s state) String() string { return stateNames[s] }

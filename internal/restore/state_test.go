@@ -97,6 +97,18 @@ func withCondition(o *observation, typ string, status metav1.ConditionStatus, re
 		Message: msg, LastTransitionTime: metav1.NewTime(at)})
 }
 
+// safetyRunning puts the restore before its capture, waiting for a safety
+// snapshot created age ago that has no outcome.
+func safetyRunning(o *observation, age time.Duration) {
+	o.capture = nil
+	withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+		"ok ["+fingerprint(o)+"]", t0)
+	o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
+	o.now = t0.Add(age)
+	o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: safetyName(o.job),
+		CreationTimestamp: metav1.NewTime(t0)}, Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
+}
+
 func purgedWorld(o *observation) {
 	withCondition(o, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged, "", t0)
 }
@@ -205,6 +217,30 @@ func TestDecide(t *testing.T) {
 				"ok ["+fingerprint(o)+"]", t0)
 			o.cluster.Status.Conditions = []metav1.Condition{{Type: etcdv1alpha2.ClusterConditionAvailable, Status: metav1.ConditionTrue}}
 		}, stateCreateSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
+		"safety snapshot running: wait": {func(o *observation) { safetyRunning(o, 10*time.Minute) },
+			stateWaitSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
+		"safety snapshot without outcome past the restore deadline: still recorded first": {func(o *observation) {
+			safetyRunning(o, 31*time.Minute)
+		}, stateWaitSafetySnapshot, backupsv1alpha1.ReasonSafetySnapshotRunning},
+		"safety snapshot without outcome past its bound: refused, nothing touched": {func(o *observation) {
+			safetyRunning(o, safetySnapshotBound)
+		}, stateConclude, backupsv1alpha1.ReasonSafetySnapshotFailed},
+		"safety snapshot deleted before it completed: refused": {func(o *observation) {
+			safetyRunning(o, time.Minute)
+			gone := metav1.NewTime(o.now)
+			o.snapshot.DeletionTimestamp = &gone
+		}, stateConclude, backupsv1alpha1.ReasonSafetySnapshotFailed},
+		"concluded, safety snapshot without outcome past its bound: deleted, not waited for": {func(o *observation) {
+			safetyRunning(o, safetySnapshotBound+time.Minute)
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonSafetySnapshotFailed, "x", t0)
+		}, stateAbandonSafetySnapshot, ""},
+		"concluded, abandoned safety snapshot being deleted: the hand-back goes on": {func(o *observation) {
+			safetyRunning(o, safetySnapshotBound+time.Minute)
+			gone := metav1.NewTime(o.now)
+			o.snapshot.DeletionTimestamp = &gone
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonSafetySnapshotFailed, "x", t0)
+			o.hr.Spec.Suspend = false
+		}, stateReleaseClaim, ""},
 		"HelmRelease resumed by someone mid-restore is suspended again": {func(o *observation) { o.hr.Spec.Suspend = false },
 			stateSuspendHelmRelease, backupsv1alpha1.ReasonHelmReleaseSuspended},
 		"old cluster present: delete it": {func(o *observation) {}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
@@ -334,7 +370,8 @@ func TestDecide(t *testing.T) {
 		}, stateFinish, backupsv1alpha1.ReasonDeadlineExceeded},
 		"concluded with a safety snapshot still running: it is recorded first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonRestoreJobDeleted, "x", t0)
-			o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
+			o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Name: "s", CreationTimestamp: metav1.NewTime(t0)},
+				Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
 		}, stateWaitSafetySnapshot, ""},
 		"claim taken, start not yet written: the first step under the claim": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture = nil, nil

@@ -31,8 +31,9 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 		return d
 	}
 	if !o.now.Before(deadline) {
-		if o.snapshot != nil && o.safetyBackup == nil && !snapshotDone(o.snapshot) {
-			// A started snapshot lands in S3 either way: record it first.
+		if o.snapshot != nil && o.safetyBackup == nil && !snapshotDone(o.snapshot) && !safetyAbandoned(o) {
+			// A started snapshot lands in S3 either way: record it first
+			// (decideSafety gives up on it at its own bound).
 			d.message = "the deadline passed; recording the running safety snapshot before giving up: " + d.message
 			return d
 		}
@@ -43,7 +44,9 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 		}
 		return failure(o, backupsv1alpha1.ReasonDeadlineExceeded, what)
 	}
-	d.deadline = deadline
+	if d.deadline.IsZero() || deadline.Before(d.deadline) {
+		d.deadline = deadline
+	}
 	return d
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,6 +55,10 @@ var (
 var testKeys = provenance.StaticKeys{ActiveID: "t1", Keys: map[string][]byte{"t1": []byte(strings.Repeat("k", 32))}}
 
 var s3Creds = s3server.Credentials{AccessKeyID: "restore-test", SecretAccessKey: "restore-test-secret"}
+
+// clockSkew moves the restore controller's clock forward (tests of bounds
+// measured in tens of minutes); tests that set it reset it.
+var clockSkew atomic.Int64
 
 // writes records every write the controller makes, per namespace, and
 // injects faults into them.
@@ -118,6 +123,7 @@ func TestMain(m *testing.M) {
 
 			StagingImage: "etcd-backup-driver:test",
 			Revisions:    testRevisions,
+			Now:          func() time.Time { return time.Now().Add(time.Duration(clockSkew.Load())) },
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)

@@ -43,6 +43,9 @@ type Operator struct {
 	FailBootstrap func(key string) bool
 	// FailSnapshots fails every EtcdSnapshot.
 	FailSnapshots bool
+	// StallSnapshots marks new EtcdSnapshots Started and never finishes
+	// them, as a snapshot is left when the operator dies under it.
+	StallSnapshots bool
 	// BootstrapWhen, when set, must hold before a re-created cluster
 	// becomes healthy (tests use it to see every waiting state).
 	BootstrapWhen func(ctx context.Context) bool
@@ -79,7 +82,7 @@ func (op *Operator) Set(f func(op *Operator)) {
 
 func (op *Operator) step(ctx context.Context) {
 	op.mu.Lock()
-	hold, failBoot, failSnaps, when := op.HoldBootstrap, op.FailBootstrap, op.FailSnapshots, op.BootstrapWhen
+	hold, failBoot, failSnaps, stall, when := op.HoldBootstrap, op.FailBootstrap, op.FailSnapshots, op.StallSnapshots, op.BootstrapWhen
 	op.mu.Unlock()
 	if when != nil && !hold {
 		hold = !when(ctx)
@@ -87,7 +90,7 @@ func (op *Operator) step(ctx context.Context) {
 	op.mu.Lock()
 	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
 	op.mu.Unlock()
-	op.snapshots(ctx, failSnaps)
+	op.snapshots(ctx, failSnaps, stall)
 	if !holdStaging {
 		op.stagingJobs(ctx, refuse)
 	}
@@ -98,7 +101,7 @@ func (op *Operator) step(ctx context.Context) {
 
 // snapshots completes (or fails) the snapshots nobody has started: a
 // snapshot a test marks Started itself is left running.
-func (op *Operator) snapshots(ctx context.Context, fail bool) {
+func (op *Operator) snapshots(ctx context.Context, fail, stall bool) {
 	var snaps etcdv1alpha2.EtcdSnapshotList
 	if op.c.List(ctx, &snaps, client.InNamespace(op.ns)) != nil {
 		return
@@ -106,6 +109,11 @@ func (op *Operator) snapshots(ctx context.Context, fail bool) {
 	for i := range snaps.Items {
 		s := &snaps.Items[i]
 		if s.Status.Phase != "" || s.Spec.Destination.S3 == nil {
+			continue
+		}
+		if stall {
+			s.Status.Phase = etcdv1alpha2.SnapshotPhaseStarted
+			_ = op.c.Status().Update(ctx, s)
 			continue
 		}
 		if fail {
