@@ -423,12 +423,19 @@ func TestRecreatedCluster(t *testing.T) {
 // Failure messages after the capture say how to recover.
 func TestRecoveryAdvice(t *testing.T) {
 	o := world()
-	o.cluster = nil // purged
+	o.cluster = nil // purged, nothing re-created: the HelmRelease stays suspended
 	msg := recoveryAdvice(o)
-	for _, want := range []string{"ConfigMap driver/cap", "rj-safety", "NotSuspended"} {
+	for _, want := range []string{"ConfigMap driver/cap", "rj-safety", "kept suspended", "runbook.md#restorejob-helmreleasekeptsuspended",
+		`kubectl -n ns patch helmrelease etcd --type merge -p '{"spec":{"suspend":false}}'`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("advice %q does not mention %q", msg, want)
 		}
+	}
+	// Rolled back and healthy: handed back.
+	o = world()
+	ours(o, "rj-safety", o.capture.rollback.Key, 3, true)
+	if msg := recoveryAdvice(o); !strings.Contains(msg, "returned to its prior state (NotSuspended)") || strings.Contains(msg, "kept suspended") {
+		t.Errorf("with a healthy cluster the HelmRelease goes back: %q", msg)
 	}
 	o.capture = nil
 	if recoveryAdvice(o) != "Nothing was changed." {
