@@ -212,7 +212,13 @@ func committed(o *observation) bool {
 		// creating one commits.
 		return purged(o.job) || recreatedBy(o) || (o.cluster != nil && !o.cluster.GetDeletionTimestamp().IsZero())
 	}
-	return purged(o.job) || o.cluster == nil || !o.cluster.GetDeletionTimestamp().IsZero() || recreatedBy(o)
+	return purged(o.job) || o.cluster == nil || !o.cluster.GetDeletionTimestamp().IsZero() || recreatedBy(o) || replaced(o)
+}
+
+// replaced: the live cluster is not the one captured (that one was
+// deleted, and another put in its place).
+func replaced(o *observation) bool {
+	return o.capture != nil && o.capture.uid != "" && o.cluster != nil && o.cluster.UID != o.capture.uid
 }
 
 func purged(job *backupsv1alpha1.RestoreJob) bool {

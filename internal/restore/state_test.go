@@ -255,6 +255,11 @@ func TestDecide(t *testing.T) {
 			now := metav1.NewTime(t0)
 			o.cluster.DeletionTimestamp = &now
 		}, stateWaitPurge, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the HelmRelease's cluster put back before the purge was recorded: rolled over": {func(o *observation) {
+			o.capture.uid = "captured-uid"
+		}, stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the captured cluster itself: purged": {func(o *observation) { o.capture.uid = o.cluster.UID },
+			stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
 		"a cluster someone else made after the purge: left alone": {func(o *observation) {
 			purgedWorld(o)
 			o.cluster.Labels = map[string]string{fluxNameLabel: testApp}

@@ -120,7 +120,7 @@ func decideLiveCluster(o *observation) decision {
 		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
 			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.cluster) + ")"}
 	}
-	if recreatedBy(o) || purged(o.job) {
+	if recreatedBy(o) || purged(o.job) || replaced(o) {
 		// Not the cluster this restore created: the HelmRelease's is
 		// rolled over, anything else is left alone.
 		what := "appeared after the old one was purged, without this restore's source"
