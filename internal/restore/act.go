@@ -49,11 +49,18 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	switch {
 	case d.state == stateConclude:
 		r.event(o, d.reason, d.message, !d.success)
+		if keepsSuspended(o) {
+			msg := keptSuspendedMessage(o)
+			r.event(o, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, msg, true)
+			logr.FromContextOrDiscard(ctx).Info("HelmRelease kept suspended: the restore ended without a healthy cluster",
+				"helmRelease", o.job.Namespace+"/"+o.app, "reason", d.reason, "recovery", msg)
+		}
 	case d.state == stateFinish:
 		recordFinish(o.job)
 		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)
 	case d.reason != "" && readyReason(o.job) != prevReason:
-		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message, false)
+		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message,
+			d.reason == backupsv1alpha1.ReasonReplacingRecreatedCluster)
 	}
 	return true, nil
 }
@@ -130,6 +137,8 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.liftFence(ctx, o)
 	case stateSettleStaging:
 		return r.settleStaging(ctx, o)
+	case stateRestoreProgressDeadline:
+		return r.restoreProgressDeadline(ctx, o)
 	}
 	return fmt.Errorf("no step for state %s", d.state)
 }
@@ -243,13 +252,9 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	// What the capture records comes from the API server, not the cache:
 	// the whole object (unknown fields included) and the HelmRelease's
 	// state as it is now.
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
-	if err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, live); err != nil {
-		return fmt.Errorf("read EtcdCluster %s/%s to capture it: %w", o.job.Namespace, clusterName, err)
-	}
-	if live.GetUID() != o.cluster.UID {
-		return fmt.Errorf("EtcdCluster %s/%s changed before it was captured; looking again", o.job.Namespace, clusterName)
+	live, err := r.liveModel(ctx, o)
+	if err != nil {
+		return err
 	}
 	hr, err := r.liveHelmRelease(ctx, o)
 	if err != nil {
@@ -270,10 +275,31 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	if err != nil {
 		return err
 	}
+	if o.cluster == nil {
+		cm.Data[captureKeyFrom] = o.prior.name
+	}
 	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	return nil
+}
+
+// liveModel reads the cluster to capture from the API server: the live
+// object whole (unknown fields included), exactly the one observed, or an
+// absent cluster's prior capture.
+func (r *Reconciler) liveModel(ctx context.Context, o *observation) (*unstructured.Unstructured, error) {
+	if o.cluster == nil {
+		return r.absentModel(ctx, o)
+	}
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
+	if err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: clusterName}, live); err != nil {
+		return nil, fmt.Errorf("read EtcdCluster %s/%s to capture it: %w", o.job.Namespace, clusterName, err)
+	}
+	if live.GetUID() != o.cluster.UID {
+		return nil, fmt.Errorf("EtcdCluster %s/%s changed before it was captured; looking again", o.job.Namespace, clusterName)
+	}
+	return live, nil
 }
 
 func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {
@@ -358,6 +384,20 @@ func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d deci
 	default:
 		return fmt.Errorf("create EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
 	}
+}
+
+// restoreProgressDeadline patches the healthy re-created cluster's
+// spec.progressDeadlineSeconds back to the captured value, on exactly the
+// object observed (optimistic lock).
+func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation) error {
+	c := o.cluster.DeepCopy()
+	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	want := capturedProgressDeadline(o)
+	c.Spec.ProgressDeadlineSeconds = &want
+	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
+	}
+	return nil
 }
 
 // event records a transition on the job; Warning when it is bad news.

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -28,6 +29,9 @@ const (
 	captureKeySource      = "restore-source.yaml"
 	captureKeyRollback    = "rollback-source.yaml"
 	captureKeyReadme      = "README"
+	// captureKeyUID is the UID of the cluster captured live: any other
+	// cluster seen later is not the one the restore set out to replace.
+	captureKeyUID = "etcdcluster-uid"
 )
 
 // hrState is the HelmRelease's state before the restore touched it.
@@ -76,6 +80,12 @@ type capture struct {
 	source    restoreSource
 	// rollback is the safety Backup's object, when one was taken.
 	rollback *restoreSource
+	// from names the capture the cluster's definition was copied from
+	// when the cluster was absent ("" when it was captured live).
+	from string
+	// uid is the captured live cluster's UID ("" when absent, or for a
+	// capture made before it was recorded).
+	uid types.UID
 }
 
 // captureName is unique per RestoreJob (namespace, name and UID) within
@@ -131,6 +141,7 @@ func buildCapture(ns string, rj *backupsv1alpha1.RestoreJob, app string, live *u
 		captureKeyCluster:     string(clusterYAML),
 		captureKeyHelmRelease: string(priorState(hr)),
 		captureKeySource:      string(srcYAML),
+		captureKeyUID:         string(live.GetUID()),
 		captureKeyReadme: fmt.Sprintf(`EtcdCluster %s/%s as it was before RestoreJob %s/%s restored Backup %s.
 To bring the old cluster definition back by hand: suspend HelmRelease %s/%s, delete the EtcdCluster,
 and kubectl create -f the %s key of this ConfigMap. The HelmRelease was %s before the restore.
@@ -175,7 +186,7 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 		return nil, err
 	}
 	c := &capture{namespace: cm.Namespace, name: cm.Name, app: cm.Annotations[captureAppAnnotation],
-		cluster: &unstructured.Unstructured{Object: obj}, source: *src}
+		cluster: &unstructured.Unstructured{Object: obj}, source: *src, from: cm.Data[captureKeyFrom], uid: types.UID(cm.Data[captureKeyUID])}
 	if c.app == "" {
 		c.app = applicationName
 	}

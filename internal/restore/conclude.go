@@ -46,7 +46,7 @@ func decideHandBack(o *observation, out *outcome) decision {
 	// the application back: ..."): no status write of their own.
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
 	heldByOther := o.holder != nil && !heldByUs
-	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && o.hr.Spec.Suspend && !heldByOther {
+	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && o.hr.Spec.Suspend && !heldByOther && !keptSuspended(o.job) {
 		return decision{state: stateRestoreHelmRelease}
 	}
 	if heldByUs {
@@ -87,13 +87,15 @@ func helmReleaseOnConclude(o *observation) *metav1.Condition {
 		return nil
 	}
 	c := &metav1.Condition{Type: backupsv1alpha1.RestoreConditionHelmReleaseReconciled}
-	switch o.capture.hrPrior {
-	case hrAbsent:
+	switch {
+	case o.capture.hrPrior == hrAbsent:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(backupsv1alpha1.ReasonHelmReleaseNotFound),
 			"there was no HelmRelease "+o.app+"; the EtcdCluster is not managed by Flux"
-	case hrSuspended:
+	case o.capture.hrPrior == hrSuspended:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(backupsv1alpha1.ReasonHelmReleaseLeftSuspended),
 			"HelmRelease "+o.app+" was suspended before the restore and is left suspended"
+	case keepsSuspended(o):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, string(backupsv1alpha1.ReasonHelmReleaseKeptSuspended), keptSuspendedMessage(o)
 	default:
 		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, string(backupsv1alpha1.ReasonHelmReleaseReconciling),
 			"HelmRelease "+o.app+" is resumed; waiting for it to reconcile"

@@ -40,6 +40,7 @@ var writePoints = []string{
 	"status ClusterPurged",
 	"create EtcdCluster with bootstrap",
 	"status EtcdClusterBootstrapping",
+	"patch EtcdCluster",
 	"status HandingBack",
 	"patch HelmRelease suspend=false",
 	"delete Lease",
@@ -80,6 +81,7 @@ func runRestore(t *testing.T, f *fault) string {
 	g.Expect(countOf(log, "delete EtcdCluster")).To(Equal(1), "writes: %v", log)
 	c := getCluster(g, ns)
 	g.Expect(bootstrapKey(c)).To(Equal("tenant/etcd/b-zzzzz.db"))
+	g.Expect(progressDeadlineOf(c)).To(BeEquivalentTo(600), "the captured progress deadline is back")
 	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
 	g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())

@@ -146,6 +146,10 @@ func expectationOf(s state, b before) expectation {
 		return func(o *observation) bool { return (o.staging != nil && o.stagingClaim) || o.stagingConflict != "" }
 	case stateSettleStaging:
 		return func(o *observation) bool { return o.staging == nil }
+	case stateRestoreProgressDeadline:
+		return func(o *observation) bool {
+			return o.cluster == nil || o.cluster.UID != b.clusterUID || progressDeadlineRestored(o)
+		}
 	case stateLiftFence:
 		return func(o *observation) bool { return len(fencedByUs(o)) == 0 }
 	}

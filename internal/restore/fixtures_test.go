@@ -159,7 +159,7 @@ func liveCluster(ns string, extra string) *unstructured.Unstructured {
 	u.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
 	u.SetNamespace(ns)
 	u.SetName(clusterName)
-	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "Helm", "helm.toolkit.fluxcd.io/name": testApp})
+	u.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "Helm", "helm.toolkit.fluxcd.io/name": testApp, "helm.toolkit.fluxcd.io/namespace": ns})
 	u.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "etcd", "meta.helm.sh/release-namespace": ns})
 	return u
 }

@@ -95,6 +95,9 @@ type observation struct {
 	// the whole object itself).
 	cluster *etcdv1alpha2.EtcdCluster
 	pvcs    int
+	// prior is, while an absent cluster is not captured yet, the newest
+	// capture of it an earlier restore left (nil when none).
+	prior *priorCapture
 
 	// stagingImage is the driver's staging image ("" when none).
 	stagingImage string
@@ -162,6 +165,11 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	}
 	if err := r.observeCluster(ctx, o); err != nil {
 		return nil, err
+	}
+	if o.cluster == nil && o.capture == nil && outcomeOf(o.job) == nil && !o.job.Status.Phase.IsTerminal() {
+		if err := r.observePriorCapture(ctx, o); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.observePlanes(ctx, o); err != nil {
 		return nil, err

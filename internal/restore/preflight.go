@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -76,14 +77,16 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 // clusterPreflight refuses a restore whose live cluster cannot be its model,
 // cannot receive the snapshot, or would be destroyed with no copy.
 func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
-	c := o.cluster
 	name := o.job.Namespace + "/" + clusterName
 	if o.cluster == nil {
-		return backupsv1alpha1.ReasonSourceClusterNotFound, fmt.Sprintf(
-			"EtcdCluster %s does not exist, so there is no shape (version, size, TLS) to re-create it with; deploy the Etcd application %s first",
-			name, o.app)
+		if reason, msg := absentRefusal(o); reason != "" {
+			return reason, msg
+		}
 	}
-	if owner, ok := o.cluster.GetLabels()[fluxNameLabel]; ok && owner != o.app {
+	// The live cluster, or for an absent one the capture it is re-created
+	// from.
+	c := clusterModel(o)
+	if owner, ok := c.GetLabels()[fluxNameLabel]; ok && owner != o.app {
 		return backupsv1alpha1.ReasonApplicationMismatch, fmt.Sprintf(
 			"EtcdCluster %s is managed by HelmRelease %q, not by application %q that the Backup is of", name, textlimit.Value(owner), o.app)
 	}
@@ -95,13 +98,13 @@ func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 		return backupsv1alpha1.ReasonMemoryStorage, fmt.Sprintf(
 			"EtcdCluster %s keeps its data in memory (storage.medium: Memory); the operator refuses to restore into it", name)
 	}
-	if msg := storageShortfall(o, o.backupSize()); msg != "" {
+	if msg := storageShortfall(o, c, o.backupSize()); msg != "" {
 		return backupsv1alpha1.ReasonInsufficientStorage, msg
 	}
-	if msg := versionProblem(o); msg != "" {
+	if msg := versionProblem(o, c); msg != "" {
 		return backupsv1alpha1.ReasonEtcdVersionTooOld, msg
 	}
-	if !available(o) && (o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot) {
+	if o.cluster != nil && !available(o) && (o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot) {
 		return backupsv1alpha1.ReasonClusterNotAvailable, fmt.Sprintf(
 			"EtcdCluster %s is not Available (%s), so no safety snapshot of it can be taken and a failed restore could not be undone; "+
 				"to restore without a copy of the current data, set spec.options.safetySnapshot: false", name, memberSummary(c))
@@ -117,10 +120,9 @@ func (o *observation) backupSize() int64 {
 	return 0
 }
 
-// storageShortfall says why the member volume cannot hold a restore of a
-// snapshot of size bytes, or "" (also when either size is unknown).
-func storageShortfall(o *observation, size int64) string {
-	c := o.cluster
+// storageShortfall says why the member volume of c cannot hold a restore
+// of a snapshot of size bytes, or "" (also when either size is unknown).
+func storageShortfall(o *observation, c *etcdv1alpha2.EtcdCluster, size int64) string {
 	if size <= 0 || c == nil || c.Spec.Storage == nil || c.Spec.Storage.Size == nil {
 		return ""
 	}
@@ -134,15 +136,15 @@ func storageShortfall(o *observation, size int64) string {
 
 // versionProblem refuses a snapshot taken from a newer etcd than the
 // target runs; unknown versions (peer Backups record none) pass.
-func versionProblem(o *observation) string {
+func versionProblem(o *observation, c *etcdv1alpha2.EtcdCluster) string {
 	recorded := o.verdict.Facts.EtcdVersion
-	if !o.verdict.Verified || recorded == "" || o.cluster.Spec.Version == "" {
+	if !o.verdict.Verified || recorded == "" || c.Spec.Version == "" {
 		return ""
 	}
 	from, err1 := semver.NewVersion(recorded)
-	to, err2 := semver.NewVersion(o.cluster.Spec.Version)
+	to, err2 := semver.NewVersion(c.Spec.Version)
 	if err1 != nil || err2 != nil {
-		return fmt.Sprintf("cannot compare the snapshot's etcd version %q with the cluster's %q", textlimit.Value(recorded), textlimit.Value(o.cluster.Spec.Version))
+		return fmt.Sprintf("cannot compare the snapshot's etcd version %q with the cluster's %q", textlimit.Value(recorded), textlimit.Value(c.Spec.Version))
 	}
 	if from.GreaterThan(to) {
 		return fmt.Sprintf("the snapshot was taken from etcd %s but EtcdCluster %s/%s runs %s, which cannot read it; upgrade the cluster's version first",

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 )
 
 // recreateSource is what the next re-create bootstraps from: the Backup's
@@ -81,4 +82,31 @@ func progressDeadlineSeconds(left time.Duration) int64 {
 	margin := min(max(left/10, time.Second), 30*time.Second)
 	s := int64(math.Floor((left - margin).Seconds()))
 	return min(max(s, 1), math.MaxInt32)
+}
+
+// capturedProgressDeadline is the spec.progressDeadlineSeconds the cluster
+// had before the restore (the CRD's default when the capture has none).
+// The re-create raises it to the restore's budget; once the cluster is
+// healthy it goes back, so the tenant's cluster does not keep a deadline
+// of the driver's making (Flux's upgrades leave a field the chart does not
+// render alone).
+func capturedProgressDeadline(o *observation) int32 {
+	v, _, _ := unstructured.NestedFieldNoCopy(o.capture.cluster.Object, "spec", "progressDeadlineSeconds")
+	switch n := v.(type) {
+	case int64:
+		return int32(min(max(n, 1), math.MaxInt32))
+	case float64:
+		return int32(min(max(n, 1), math.MaxInt32))
+	}
+	return etcdv1alpha2.DefaultProgressDeadlineSeconds
+}
+
+// progressDeadlineRestored: the live cluster's progress deadline is the
+// captured one again.
+func progressDeadlineRestored(o *observation) bool {
+	got := etcdv1alpha2.DefaultProgressDeadlineSeconds
+	if p := o.cluster.Spec.ProgressDeadlineSeconds; p != nil {
+		got = *p
+	}
+	return got == capturedProgressDeadline(o)
 }

@@ -156,8 +156,10 @@ func TestNoHelmRelease(t *testing.T) {
 }
 
 // A re-created cluster that never becomes healthy fails at the deadline;
-// with rollback declined the application is still handed back, and the
-// message says where the old data and definition are.
+// with rollback declined the claim is released but the HelmRelease stays
+// suspended (resumed, Flux would re-create an empty cluster over the
+// tenant's data), and the status, an Event and the message say how to
+// recover.
 func TestClusterNeverAvailable(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -173,12 +175,36 @@ func TestClusterNeverAvailable(t *testing.T) {
 	g.Expect(rj.Status.Message).To(ContainSubstring(safetyName(rj)))
 	g.Expect(rj.Status.Message).To(ContainSubstring(captureName(rj)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("rollback is false"))
-	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse(), "the HelmRelease is back to its prior state")
+	expectKeptSuspended(t, ns, rj)
 	g.Expect(claimHolder(g, ns)).To(BeNil())
 	_, err := getCapture(g, rj)
 	g.Expect(err).NotTo(HaveOccurred(), "a failed restore keeps its capture")
 	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
 		Should(ContainElement(string(backupsv1alpha1.ReasonDeadlineExceeded)))
+}
+
+// expectKeptSuspended checks the hand-back of a restore that ended after
+// the purge without a healthy cluster: the HelmRelease it suspended is
+// still suspended (and stays so), and the condition, the message and a
+// Warning Event say how to recover.
+func expectKeptSuspended(t *testing.T, ns string, rj *backupsv1alpha1.RestoreJob) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Consistently(func(g Gomega) {
+		g.Expect(getHR(g, ns).Spec.Suspend).To(BeTrue(), "the HelmRelease stays suspended")
+	}).WithTimeout(time.Second).Should(Succeed())
+	g.Expect(writes.of(ns)).NotTo(ContainElement("patch HelmRelease suspend=false"))
+	cond := condition(rj, backupsv1alpha1.RestoreConditionHelmReleaseReconciled)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Reason).To(Equal(string(backupsv1alpha1.ReasonHelmReleaseKeptSuspended)))
+	for _, msg := range []string{cond.Message, rj.Status.Message} {
+		g.Expect(msg).To(ContainSubstring("kept suspended"))
+		g.Expect(msg).To(ContainSubstring("runbook.md#restorejob-helmreleasekeptsuspended"))
+		g.Expect(msg).To(ContainSubstring(captureName(rj)))
+		g.Expect(msg).To(ContainSubstring(`patch helmrelease etcd --type merge -p '{"spec":{"suspend":false}}'`))
+	}
+	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
+		Should(ContainElement(string(backupsv1alpha1.ReasonHelmReleaseKeptSuspended)))
 }
 
 // Deleting a RestoreJob after the purge does not strand the application:

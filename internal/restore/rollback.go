@@ -52,11 +52,11 @@ func decideRollback(o *observation, rb *rollbackState, defaultTimeout time.Durat
 	deadline := rb.since.Add(o.opts.timeout(defaultTimeout))
 	gaveUp := func(what string) decision {
 		return decision{state: stateConclude, reason: backupsv1alpha1.ReasonRollbackFailed, message: fmt.Sprintf(
-			"%s; rolling back to safety Backup %s/%s failed too: %s. The pre-restore EtcdCluster definition is in ConfigMap %s/%s (key %s); restore Backup %s with a new RestoreJob once the cause is fixed",
-			rb.message, o.job.Namespace, safety.BackupName, what, o.capture.namespace, o.capture.name, captureKeyCluster, safety.BackupName)}
+			"%s; rolling back to safety Backup %s/%s failed too: %s. The pre-restore EtcdCluster definition is in ConfigMap %s/%s (key %s); restore Backup %s with a new RestoreJob once the cause is fixed. %s",
+			rb.message, o.job.Namespace, safety.BackupName, what, o.capture.namespace, o.capture.name, captureKeyCluster, safety.BackupName, helmReleaseAdvice(o))}
 	}
 	d := rollbackStep(o, rb, safety, gaveUp)
-	if d.state == stateConclude {
+	if d.state == stateConclude || d.state == stateRestoreProgressDeadline {
 		return d
 	}
 	if !o.now.Before(deadline) {
@@ -78,6 +78,9 @@ func rollbackStep(o *observation, rb *rollbackState, safety *restoreSource, gave
 				return gaveUp("the etcd-operator could not bootstrap from it either: " + why)
 			}
 			if healthy(o.cluster) {
+				if !progressDeadlineRestored(o) {
+					return decision{state: stateRestoreProgressDeadline}
+				}
 				return decision{state: stateConclude, reason: rb.reason, message: fmt.Sprintf(
 					"%s. The restore was rolled back: EtcdCluster %s was re-created from safety Backup %s/%s and holds the data as it was before the restore (all %d members ready)",
 					rb.message, clusterName, o.job.Namespace, safety.BackupName, o.cluster.Status.ReadyMembers)}
@@ -85,8 +88,8 @@ func rollbackStep(o *observation, rb *rollbackState, safety *restoreSource, gave
 			return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonRollingBack, message: fmt.Sprintf(
 				"rolling back: waiting for EtcdCluster %s, re-created from safety Backup %s, to be healthy (%s)",
 				clusterName, safety.BackupName, memberSummary(o.cluster))}
-		case !recreatedBy(o):
-			return gaveUp("an EtcdCluster this RestoreJob did not create appeared; it was left untouched")
+		case !recreatedBy(o) && !helmOwned(o):
+			return gaveUp("an EtcdCluster this RestoreJob did not create (and not HelmRelease " + o.app + "'s) appeared; it was left untouched")
 		case !o.cluster.GetDeletionTimestamp().IsZero():
 			return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonRollingBack,
 				message: "rolling back: waiting for the failed EtcdCluster to be deleted"}

@@ -19,6 +19,7 @@ var rollbackWritePoints = []string{
 	"status RollingBack",
 	"delete EtcdCluster",
 	"create EtcdCluster with bootstrap",
+	"patch EtcdCluster",
 	"status HandingBack",
 	"patch HelmRelease suspend=false",
 	"delete Lease",
@@ -56,6 +57,7 @@ func runRollback(t *testing.T, f *fault) (string, *backupsv1alpha1.RestoreJob) {
 	c := getCluster(g, ns)
 	g.Expect(bootstrapKey(c)).To(Equal(testPrefix + safetyName(rj) + ".db"))
 	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredFromAnnotation, safetyName(rj)))
+	g.Expect(progressDeadlineOf(c)).To(BeEquivalentTo(600), "the captured progress deadline is back")
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
 	g.Expect(leaseCount(g, ns)).To(BeZero())
 	_, err := getCapture(g, rj)
@@ -90,7 +92,7 @@ func TestRollback(t *testing.T) {
 		g.Expect(rj.Status.Message).To(ContainSubstring("rollback is false"))
 		g.Expect(rj.Status.Message).To(ContainSubstring(safetyName(rj)), "it says where the old data is")
 		g.Expect(bootstrapKey(getCluster(g, ns))).To(Equal(testPrefix+"b-ccccc.db"), "the failed cluster is left as it is")
-		g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+		expectKeptSuspended(t, ns, rj)
 	})
 }
 

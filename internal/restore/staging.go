@@ -81,8 +81,8 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 		obj := stagingObject(*rb)
 		s.Rollback = &obj
 	}
-	if o.cluster != nil && o.cluster.Spec.Storage != nil {
-		s.StorageClassName = o.cluster.Spec.Storage.StorageClassName
+	if c := clusterModel(o); c != nil && c.Spec.Storage != nil {
+		s.StorageClassName = c.Spec.Storage.StorageClassName
 	}
 	if !o.job.Status.StartedAt.IsZero() {
 		s.Deadline = o.job.Status.StartedAt.Add(o.opts.timeout(r.Deadline)).Sub(o.now)

@@ -71,6 +71,9 @@ const (
 	// stateAbandonSafetySnapshot deletes a safety snapshot that had no
 	// outcome within its bound.
 	stateAbandonSafetySnapshot
+	// stateRestoreProgressDeadline puts the healthy re-created cluster's
+	// spec.progressDeadlineSeconds back to its captured value.
+	stateRestoreProgressDeadline
 )
 
 var stateNames = map[state]string{
@@ -87,6 +90,7 @@ var stateNames = map[state]string{
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
 	stateSettleStaging: "SettleStaging", stateAbandonSafetySnapshot: "AbandonSafetySnapshot",
+	stateRestoreProgressDeadline: "RestoreProgressDeadline",
 }
 
 func (s state) String() string { return stateNames[s] }
@@ -203,7 +207,18 @@ func committed(o *observation) bool {
 	if o.capture == nil {
 		return false
 	}
-	return purged(o.job) || o.cluster == nil || !o.cluster.GetDeletionTimestamp().IsZero() || recreatedBy(o)
+	if o.capture.from != "" {
+		// The cluster was absent from the start: only deleting or
+		// creating one commits.
+		return purged(o.job) || recreatedBy(o) || (o.cluster != nil && !o.cluster.GetDeletionTimestamp().IsZero())
+	}
+	return purged(o.job) || o.cluster == nil || !o.cluster.GetDeletionTimestamp().IsZero() || recreatedBy(o) || replaced(o)
+}
+
+// replaced: the live cluster is not the one captured (that one was
+// deleted, and another put in its place).
+func replaced(o *observation) bool {
+	return o.capture != nil && o.capture.uid != "" && o.cluster != nil && o.cluster.UID != o.capture.uid
 }
 
 func purged(job *backupsv1alpha1.RestoreJob) bool {
@@ -231,8 +246,8 @@ func recoveryAdvice(o *observation) string {
 		}
 		return "The EtcdCluster was not touched; the HelmRelease is returned to its prior state."
 	}
-	msg := fmt.Sprintf("The pre-restore EtcdCluster definition is kept in ConfigMap %s/%s (key %s); the HelmRelease %s is returned to its prior state (%s).",
-		o.capture.namespace, o.capture.name, captureKeyCluster, o.app, o.capture.hrPrior)
+	msg := fmt.Sprintf("The pre-restore EtcdCluster definition is kept in ConfigMap %s/%s (key %s). %s",
+		o.capture.namespace, o.capture.name, captureKeyCluster, helmReleaseAdvice(o))
 	if o.capture.rollback != nil {
 		msg += fmt.Sprintf(" The data as it was before the restore is in Backup %s/%s: create a RestoreJob naming it to go back.",
 			o.job.Namespace, o.capture.rollback.BackupName)

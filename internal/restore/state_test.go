@@ -145,6 +145,35 @@ func TestDecide(t *testing.T) {
 		"claim free and no cluster: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.cluster, o.holder = nil, nil, nil, nil
 		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
+		"claim free and no cluster, but a capture of it, safety snapshot declined: claims": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateAcquireClaim, ""},
+		"claim free and no cluster, but a capture of it: refused without declining the safety snapshot": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+		}, stateConclude, backupsv1alpha1.ReasonClusterNotAvailable},
+		"claim free and no cluster, but member PVCs remain: refused": {func(o *observation) {
+			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
+			o.prior, o.cluster, o.pvcs = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil, 3
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateConclude, backupsv1alpha1.ReasonSourceClusterNotFound},
+		"claimed, verified, no cluster: captured from the earlier capture": {func(o *observation) {
+			o.capture = nil
+			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
+				"ok ["+fingerprint(o)+"]", t0)
+			o.prior, o.cluster = &priorCapture{name: "cap-0", cluster: liveCluster("ns", ""), model: o.cluster}, nil
+			no := false
+			o.opts.SafetySnapshot = &no
+		}, stateCapture, backupsv1alpha1.ReasonSpecCaptured},
+		"absent cluster captured, not staged yet: stage first": {func(o *observation) {
+			o.capture.from, o.cluster, o.staging = "cap-0", nil, nil
+		}, stateStage, backupsv1alpha1.ReasonStaging},
+		"absent cluster captured and staged: re-create": {func(o *observation) { o.capture.from, o.cluster = "cap-0", nil },
+			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
 		"unverified and not where this namespace's backups go: refused": {func(o *observation) {
 			o.job.Status.StartedAt, o.capture, o.holder = nil, nil, nil
 			o.verdict, o.admission = provenance.Verdict{Reason: provenance.ReasonUnsigned}, "it points elsewhere"
@@ -219,13 +248,43 @@ func TestDecide(t *testing.T) {
 			stateWaitPurge, backupsv1alpha1.ReasonPurgingCluster},
 		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster = nil },
 			stateRecreate, backupsv1alpha1.ReasonClusterPurged},
-		"a cluster someone else made after the purge": {purgedWorld, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
-		"our cluster with another source": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
-			stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"the HelmRelease's cluster re-created after the purge: rolled over": {purgedWorld,
+			stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the HelmRelease's cluster re-created after the purge, being deleted: wait": {func(o *observation) {
+			purgedWorld(o)
+			now := metav1.NewTime(t0)
+			o.cluster.DeletionTimestamp = &now
+		}, stateWaitPurge, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the HelmRelease's cluster put back before the purge was recorded: rolled over": {func(o *observation) {
+			o.capture.uid = "captured-uid"
+		}, stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"the captured cluster itself: purged": {func(o *observation) { o.capture.uid = o.cluster.UID },
+			stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
+		"a cluster someone else made after the purge: left alone": {func(o *observation) {
+			purgedWorld(o)
+			o.cluster.Labels = map[string]string{fluxNameLabel: testApp}
+		}, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
+		"our cluster with another source, the HelmRelease's: rolled over": {func(o *observation) { ours(o, "b", "other.db", 3, true) },
+			stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
+		"our cluster with another source, not the HelmRelease's: left alone": {func(o *observation) {
+			ours(o, "b", "other.db", 3, true)
+			o.cluster.Labels = nil
+		}, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
 		"Available with only the seed ready is not success": {func(o *observation) { ours(o, "b", key, 1, true) },
 			stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
 		"Available and every member ready: success is concluded": {func(o *observation) { ours(o, "b", key, 3, true) },
 			stateConclude, backupsv1alpha1.ReasonRestoreCompleted},
+		"healthy with the restore's raised progress deadline: it goes back first": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			raised := int32(1799)
+			o.cluster.Spec.ProgressDeadlineSeconds = &raised
+		}, stateRestoreProgressDeadline, ""},
+		"healthy past the deadline with the raised progress deadline: put back, not rolled back": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			raised := int32(1799)
+			o.cluster.Spec.ProgressDeadlineSeconds = &raised
+			o.now = t0.Add(31 * time.Minute)
+		}, stateRestoreProgressDeadline, ""},
 		"bootstrap failed: roll back": {func(o *observation) { bootstrapFailedCluster(o, "b", key) },
 			stateStartRollback, backupsv1alpha1.ReasonRollingBack},
 		"bootstrap failed, rollback declined": {func(o *observation) {
@@ -260,6 +319,13 @@ func TestDecide(t *testing.T) {
 			ours(o, "rj-safety", safetyKey, 3, true)
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
 		}, stateConclude, backupsv1alpha1.ReasonBootstrapFailed},
+		"rolling back: a cluster the HelmRelease re-created is deleted": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+		}, stateDeleteCluster, backupsv1alpha1.ReasonRollingBack},
+		"rolling back: someone else's cluster is left alone": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
+			o.cluster.Labels = nil
+		}, stateConclude, backupsv1alpha1.ReasonRollbackFailed},
 		"rollback bootstrap failed too": {func(o *observation) {
 			bootstrapFailedCluster(o, "rj-safety", safetyKey)
 			withCondition(o, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, backupsv1alpha1.ReasonBootstrapFailed, "failed", t0)
@@ -278,6 +344,10 @@ func TestDecide(t *testing.T) {
 		"concluded: the HelmRelease goes back first": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
 		}, stateRestoreHelmRelease, ""},
+		"concluded without a healthy cluster: the HelmRelease is kept suspended, claim released": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
+			withCondition(o, backupsv1alpha1.RestoreConditionHelmReleaseReconciled, metav1.ConditionFalse, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, "x", t0)
+		}, stateReleaseClaim, ""},
 		"concluded, HelmRelease was suspended before: left alone, claim released": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.capture.hrPrior = hrSuspended
@@ -358,12 +428,19 @@ func TestRecreatedCluster(t *testing.T) {
 // Failure messages after the capture say how to recover.
 func TestRecoveryAdvice(t *testing.T) {
 	o := world()
-	o.cluster = nil // purged
+	o.cluster = nil // purged, nothing re-created: the HelmRelease stays suspended
 	msg := recoveryAdvice(o)
-	for _, want := range []string{"ConfigMap driver/cap", "rj-safety", "NotSuspended"} {
+	for _, want := range []string{"ConfigMap driver/cap", "rj-safety", "kept suspended", "runbook.md#restorejob-helmreleasekeptsuspended",
+		`kubectl -n ns patch helmrelease etcd --type merge -p '{"spec":{"suspend":false}}'`} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("advice %q does not mention %q", msg, want)
 		}
+	}
+	// Rolled back and healthy: handed back.
+	o = world()
+	ours(o, "rj-safety", o.capture.rollback.Key, 3, true)
+	if msg := recoveryAdvice(o); !strings.Contains(msg, "returned to its prior state (NotSuspended)") || strings.Contains(msg, "kept suspended") {
+		t.Errorf("with a healthy cluster the HelmRelease goes back: %q", msg)
 	}
 	o.capture = nil
 	if recoveryAdvice(o) != "Nothing was changed." {

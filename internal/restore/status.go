@@ -99,9 +99,12 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 			"no safety snapshot was taken: spec.options.safetySnapshot is false")
 	}
 	if o.capture != nil {
-		setCondition(st, backupsv1alpha1.RestoreConditionSpecCaptured, metav1.ConditionTrue, backupsv1alpha1.ReasonSpecCaptured,
-			fmt.Sprintf("EtcdCluster saved in ConfigMap %s/%s (key %s); HelmRelease was %s", o.capture.namespace, o.capture.name,
-				captureKeyCluster, o.capture.hrPrior))
+		msg := fmt.Sprintf("EtcdCluster saved in ConfigMap %s/%s (key %s); HelmRelease was %s", o.capture.namespace, o.capture.name,
+			captureKeyCluster, o.capture.hrPrior)
+		if o.capture.from != "" {
+			msg += fmt.Sprintf("; the EtcdCluster did not exist, its definition was copied from capture ConfigMap %s/%s", o.capture.namespace, o.capture.from)
+		}
+		setCondition(st, backupsv1alpha1.RestoreConditionSpecCaptured, metav1.ConditionTrue, backupsv1alpha1.ReasonSpecCaptured, msg)
 	}
 	if d.state == stateRecreate && !purged(o.job) {
 		setCondition(st, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged,

@@ -26,7 +26,8 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 	}
 	deadline := startedAt(o).Add(o.opts.timeout(defaultTimeout))
 	d := decideStep(o)
-	if d.state == stateConclude || d.state == stateStartRollback {
+	if d.state == stateConclude || d.state == stateStartRollback || d.state == stateRestoreProgressDeadline {
+		// A healthy cluster is not given up on at the deadline.
 		return d
 	}
 	if !o.now.Before(deadline) {
@@ -73,6 +74,9 @@ func decideStep(o *observation) decision {
 		if d, done := decideFence(o); !done {
 			return d
 		}
+		if o.cluster == nil {
+			return decideAbsent(o)
+		}
 		return decideSafety(o)
 	}
 	if o.hr != nil && !o.hr.Spec.Suspend {
@@ -81,6 +85,13 @@ func decideStep(o *observation) decision {
 	}
 	if o.cluster != nil {
 		return decideLiveCluster(o)
+	}
+	if o.capture.from != "" && o.opts.bumpRevision() && !purged(o.job) {
+		// Restoring into an absent cluster: nothing to purge, the staging
+		// comes first all the same.
+		if d, done := decideStaging(o); !done {
+			return d
+		}
 	}
 	if o.pvcs > 0 {
 		return waitPVCs(o)
@@ -95,25 +106,32 @@ func decideStep(o *observation) decision {
 }
 
 func decideLiveCluster(o *observation) decision {
-	if recreatedBy(o) {
-		src := o.capture.source
-		if !carriesSource(o, src) {
-			return failure(o, backupsv1alpha1.ReasonClusterReplaced,
-				"the EtcdCluster marked as re-created by this RestoreJob does not carry its restore source")
-		}
+	if src := o.capture.source; recreatedBy(o) && carriesSource(o, src) {
 		if why := bootstrapFailed(o.cluster); why != "" {
 			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
 		}
 		if healthy(o.cluster) {
+			if !progressDeadlineRestored(o) {
+				return decision{state: stateRestoreProgressDeadline}
+			}
 			return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
 				clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
 		}
 		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
 			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.cluster) + ")"}
 	}
-	if purged(o.job) {
-		return failure(o, backupsv1alpha1.ReasonClusterReplaced,
-			"an EtcdCluster this RestoreJob did not create appeared after the old one was purged; it was left untouched")
+	if recreatedBy(o) || purged(o.job) || replaced(o) {
+		// Not the cluster this restore created: the HelmRelease's is
+		// rolled over, anything else is left alone.
+		what := "appeared after the old one was purged, without this restore's source"
+		if recreatedBy(o) {
+			what = "is marked as re-created by this RestoreJob but does not carry its restore source"
+		}
+		if helmOwned(o) {
+			return rollOver(o, what)
+		}
+		return failure(o, backupsv1alpha1.ReasonClusterReplaced, fmt.Sprintf("EtcdCluster %s %s, and it is not HelmRelease %s's; it was left untouched",
+			clusterName, what, o.app))
 	}
 	if !o.cluster.GetDeletionTimestamp().IsZero() {
 		return decision{state: stateWaitPurge, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}

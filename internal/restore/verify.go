@@ -134,7 +134,7 @@ func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verifi
 		return verification{reason: backupsv1alpha1.ReasonArtifactSizeMismatch, message: fmt.Sprintf(
 			"%s holds %d bytes but the Backup records %d; the object was truncated or replaced", loc, size, want)}, nil
 	}
-	if msg := storageShortfall(o, size); msg != "" {
+	if msg := storageShortfall(o, clusterModel(o), size); msg != "" {
 		return verification{reason: backupsv1alpha1.ReasonInsufficientStorage, message: msg}, nil
 	}
 	if o.opts.Verify == VerifySize {

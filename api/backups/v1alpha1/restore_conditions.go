@@ -92,6 +92,11 @@ const (
 	ReasonRevisionRaised            RestoreReason = "RevisionRaised"
 	ReasonRevisionBumpedBlind       RestoreReason = "RevisionBumpedWithoutLiveRevision"
 	ReasonRevisionNotRaised         RestoreReason = "RevisionNotRaised"
+	// ReasonReplacingRecreatedCluster: after the purge an EtcdCluster the
+	// HelmRelease owns appeared without this restore's source (Flux
+	// resumed by hand, the chart re-rendered); the restore deletes it and
+	// re-creates its own.
+	ReasonReplacingRecreatedCluster RestoreReason = "ReplacingRecreatedCluster"
 )
 
 // Reasons of a finished restore.
@@ -181,6 +186,11 @@ const (
 	ReasonHelmReleaseNotReady      RestoreReason = "HelmReleaseNotReady"
 	ReasonHelmReleaseReconciling   RestoreReason = "HelmReleaseReconciling"
 	ReasonHelmReleaseLeftSuspended RestoreReason = "HelmReleaseLeftSuspended"
+	// ReasonHelmReleaseKeptSuspended: the restore suspended the HelmRelease
+	// and ended after the purge without a healthy cluster, so it keeps it
+	// suspended: resuming would let Flux re-create an empty cluster over the
+	// tenant's state, or hide the failure.
+	ReasonHelmReleaseKeptSuspended RestoreReason = "HelmReleaseKeptSuspended"
 )
 
 // Labels, annotations and the finalizer of the restore path.
