@@ -13,6 +13,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	planpkg "github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -31,10 +32,12 @@ type inFlight struct {
 	running map[string]map[types.NamespacedName]bool
 	done    map[string]map[types.NamespacedName]bool
 	peak    map[string]int
-	// Per Plan (the plan-name label of BackupJobs): first and last
-	// creation seen, and how many succeeded.
-	firstJob, lastJob map[string]time.Time
+	// Per Plan (the plan-name label of BackupJobs): first creation and
+	// last end seen, how many succeeded, and how many were scheduled for
+	// each minute.
+	firstJob, lastEnd map[string]time.Time
 	succeeded         map[string]int
+	perMinute         map[string]map[time.Time]int
 }
 
 // watchInFlight starts informers on BackupJobs and EtcdSnapshots until b ends.
@@ -49,8 +52,8 @@ func watchInFlight(b *testing.B) *inFlight {
 	f := &inFlight{
 		running: map[string]map[types.NamespacedName]bool{kindJob: {}, kindSnapshot: {}},
 		done:    map[string]map[types.NamespacedName]bool{kindJob: {}, kindSnapshot: {}},
-		peak:    map[string]int{}, firstJob: map[string]time.Time{}, lastJob: map[string]time.Time{},
-		succeeded: map[string]int{},
+		peak:    map[string]int{}, firstJob: map[string]time.Time{}, lastEnd: map[string]time.Time{},
+		succeeded: map[string]int{}, perMinute: map[string]map[time.Time]int{},
 	}
 	for _, w := range []struct {
 		obj  client.Object
@@ -100,17 +103,18 @@ func (f *inFlight) seen(kind string, o any, added bool) {
 		return
 	}
 	if kind == kindJob && plan != "" && added {
-		now := time.Now()
 		if _, seen := f.firstJob[plan]; !seen {
-			f.firstJob[plan] = now
+			f.firstJob[plan] = time.Now()
+			f.perMinute[plan] = map[time.Time]int{}
 		}
-		f.lastJob[plan] = now
+		f.perMinute[plan][planpkg.JobScheduledAt(o.(*backupsv1alpha1.BackupJob)).Truncate(time.Minute)]++
 	}
 	if ended {
 		delete(f.running[kind], key)
 		f.done[kind][key] = true
 		if kind == kindJob && ok && plan != "" {
 			f.succeeded[plan]++
+			f.lastEnd[plan] = time.Now()
 		}
 		return
 	}
@@ -140,10 +144,33 @@ func (f *inFlight) reset() {
 	}
 }
 
-// figures returns the peaks since the last reset, and for Plans named plan
-// how many BackupJobs succeeded and when the first and last appeared.
-func (f *inFlight) figures(plan string) (jobs, snapshots, succeeded int, first, last time.Time) {
+// planFigures is what inFlight saw of one round of Plans.
+type planFigures struct {
+	// peakJobs and peakSnapshots are the most unfinished at once since
+	// the last reset.
+	peakJobs, peakSnapshots int
+	// succeeded counts the Plans' BackupJobs that succeeded.
+	succeeded int
+	// minutes is how many distinct minutes the jobs were scheduled for,
+	// busiest how many in the busiest one.
+	minutes, busiest int
+	// drained is the real time from the first job's creation to the last
+	// one's end.
+	drained time.Duration
+}
+
+// figures returns the peaks since the last reset and the figures of the
+// BackupJobs of Plans named plan.
+func (f *inFlight) figures(plan string) planFigures {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.peak[kindJob], f.peak[kindSnapshot], f.succeeded[plan], f.firstJob[plan], f.lastJob[plan]
+	p := planFigures{peakJobs: f.peak[kindJob], peakSnapshots: f.peak[kindSnapshot], succeeded: f.succeeded[plan],
+		minutes: len(f.perMinute[plan])}
+	for _, n := range f.perMinute[plan] {
+		p.busiest = max(p.busiest, n)
+	}
+	if first, last := f.firstJob[plan], f.lastEnd[plan]; !first.IsZero() && last.After(first) {
+		p.drained = last.Sub(first)
+	}
+	return p
 }

@@ -53,11 +53,13 @@ func BenchmarkPlanSpread(b *testing.B) {
 	day := time.Now().UTC().Add(24 * time.Hour).Truncate(24 * time.Hour)
 	for _, round := range []struct{ name, cron string }{{"fixed", "0 3 * * *"}, {"spread", "H 3 * * *"}} {
 		f := runPlans(b, tenants, round.name, round.cron, &warpClock{from: day.Add(roundFrom), speed: speed}, flight)
-		b.Logf("%d Plans %q: BackupJobs created over %.1f minutes of the schedule; at once at most %d BackupJobs and %d EtcdSnapshots unfinished; "+
+		b.Logf("%d Plans %q: BackupJobs scheduled in %d distinct minutes (at most %d in one), all done %s (real) after the first was created; "+
+			"at once at most %d BackupJobs and %d EtcdSnapshots unfinished; "+
 			"API server %.1f CPU-s over the round (%s real), %.2f cores over its busiest 5 s; etcd %.1f CPU-s",
-			n, round.cron, f.createdOver.Minutes(), f.jobs, f.snapshots, f.apiCPU.Seconds(), f.wall.Round(time.Second), f.apiPeak, f.etcdCPU.Seconds())
-		b.ReportMetric(float64(f.jobs), round.name+"-peak-backupjobs")
-		b.ReportMetric(float64(f.snapshots), round.name+"-peak-snapshots")
+			n, round.cron, f.minutes, f.busiest, f.drained.Round(100*time.Millisecond), f.peakJobs, f.peakSnapshots,
+			f.apiCPU.Seconds(), f.wall.Round(time.Second), f.apiPeak, f.etcdCPU.Seconds())
+		b.ReportMetric(float64(f.peakJobs), round.name+"-peak-backupjobs")
+		b.ReportMetric(float64(f.peakSnapshots), round.name+"-peak-snapshots")
 		b.ReportMetric(f.apiCPU.Seconds(), round.name+"-apiserver-CPU-s")
 		b.ReportMetric(f.apiPeak, round.name+"-apiserver-peak-cores")
 	}
@@ -65,10 +67,7 @@ func BenchmarkPlanSpread(b *testing.B) {
 
 // planRound is what one round of Plans measured.
 type planRound struct {
-	jobs, snapshots int
-	// createdOver is the span of schedule time between the first and the
-	// last BackupJob of the round.
-	createdOver     time.Duration
+	planFigures
 	apiCPU, etcdCPU time.Duration
 	apiPeak         float64
 	wall            time.Duration
@@ -112,7 +111,7 @@ func runPlans(b *testing.B, tenants []string, name, cron string, clk *warpClock,
 	end := clk.from.Add(roundTo - roundFrom)
 	deadline := start.Add(clk.real(roundTo-roundFrom) + envDuration("BENCH_AWAIT", 10*time.Minute))
 	for {
-		_, _, succeeded, _, _ := flight.figures(name)
+		succeeded := flight.figures(name).succeeded
 		if succeeded >= len(tenants) && !clk.Now().Before(end) {
 			break
 		}
@@ -125,9 +124,7 @@ func runPlans(b *testing.B, tenants []string, name, cron string, clk *warpClock,
 	f.wall = time.Since(start)
 	f.apiCPU, f.etcdCPU = childCPU("kube-apiserver")-api0, childCPU("etcd")-etcd0
 	f.apiPeak = peakRate(samples(), 5*time.Second)
-	var first, last time.Time
-	f.jobs, f.snapshots, _, first, last = flight.figures(name)
-	f.createdOver = time.Duration(float64(last.Sub(first)) * clk.speed)
+	f.planFigures = flight.figures(name)
 	return f
 }
 
