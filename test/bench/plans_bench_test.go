@@ -28,7 +28,7 @@ import (
 // Round of schedule a Plan round covers, on the warped clock: from a little
 // before 03:00 to a little after the last minute an H 3 * * * Plan can pick.
 const (
-	roundFrom = 2*time.Hour + 58*time.Minute
+	roundFrom = 2*time.Hour + 50*time.Minute
 	roundTo   = 4*time.Hour + 2*time.Minute
 )
 
@@ -36,7 +36,8 @@ const (
 // "0 3 * * *" and lets it run, then a Plan written "H 3 * * *". The Plans
 // are run by the driver's own Plan reconciler in the bench process, on a
 // clock that goes BENCH_PLAN_SPEED (30) times faster than real time through
-// 02:58-04:02 (a round takes about two minutes); the driver process runs
+// 02:50-04:02 (a round takes about two and a half minutes; the first ten
+// minutes let the scheduler read every Plan); the driver process runs
 // the BackupJobs (its Plan controller is disabled) and the operator takes
 // each snapshot in BENCH_OPERATOR_DELAY real time. For each round it
 // reports the most BackupJobs and EtcdSnapshots unfinished at once, over
@@ -92,7 +93,14 @@ func runPlans(b *testing.B, tenants []string, name, cron string, clk *warpClock,
 			},
 		}
 	})
-	done := startPlans(b, ctx, clk)
+	mgr := newPlanScheduler(b, ctx, clk)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			panic(fmt.Sprintf("plan scheduler: %v", err))
+		}
+	}()
 	defer func() {
 		cancel()
 		<-done
@@ -100,9 +108,12 @@ func runPlans(b *testing.B, tenants []string, name, cron string, clk *warpClock,
 			return client.IgnoreNotFound(fast.Delete(context.Background(), &backupsv1alpha1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
 		})
 	}()
-	awaitScheduled(b, tenants, name)
+	// The caches' first lists are not part of the round.
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		b.Fatal("plan scheduler: caches did not sync")
+	}
 
-	// The round: the clock starts at 02:58 and the measures with it.
+	// The round: the clock starts at 02:50 and the measures with it.
 	flight.reset()
 	api0, etcd0 := childCPU("kube-apiserver"), childCPU("etcd")
 	samples := sampleCPU(ctx, "kube-apiserver")
@@ -128,10 +139,9 @@ func runPlans(b *testing.B, tenants []string, name, cron string, clk *warpClock,
 	return f
 }
 
-// startPlans runs plan.Reconciler with clk in a manager of its own until
-// ctx ends; the returned channel closes when it has stopped. Its requeue
-// delays, computed in warped time, are shortened to real time.
-func startPlans(b *testing.B, ctx context.Context, clk *warpClock) <-chan struct{} {
+// newPlanScheduler returns a manager that runs plan.Reconciler with clk.
+// Its requeue delays, computed in warped time, are shortened to real time.
+func newPlanScheduler(b *testing.B, ctx context.Context, clk *warpClock) ctrl.Manager {
 	b.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	// The driver's own client limits.
@@ -164,14 +174,7 @@ func startPlans(b *testing.B, ctx context.Context, clk *warpClock) <-chan struct
 			b.Fatal(err)
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			panic(fmt.Sprintf("plan scheduler: %v", err))
-		}
-	}()
-	return done
+	return mgr
 }
 
 // warped runs the Plan reconciler and turns its requeue delay, a span of
@@ -187,32 +190,6 @@ func (w warped) Reconcile(ctx context.Context, req reconcile.Request) (reconcile
 		res.RequeueAfter = max(w.clk.real(res.RequeueAfter), time.Millisecond)
 	}
 	return res, err
-}
-
-// awaitScheduled waits until every tenant's Plan name has a next run: the
-// scheduler has read them all and the round can start.
-func awaitScheduled(b *testing.B, tenants []string, name string) {
-	b.Helper()
-	deadline := time.Now().Add(envDuration("BENCH_AWAIT", 5*time.Minute))
-	for {
-		var list backupsv1alpha1.PlanList
-		if err := fast.List(context.Background(), &list); err != nil {
-			b.Fatal(err)
-		}
-		ready := 0
-		for _, p := range list.Items {
-			if p.Name == name && p.Status.NextScheduleTime != nil {
-				ready++
-			}
-		}
-		if ready == len(tenants) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("Plans %q: %d of %d scheduled", name, ready, len(tenants))
-		}
-		time.Sleep(time.Second)
-	}
 }
 
 // sampleCPU reads the CPU time of the bench's child process comm every
