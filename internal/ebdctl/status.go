@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,8 @@ import (
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
+	planschedule "github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 )
 
 // Backup states of an application, as status shows them.
@@ -75,6 +78,7 @@ type StatusRow struct {
 	Plans           []string   `json:"plans,omitempty"`
 	Schedule        string     `json:"schedule,omitempty"`
 	IntervalSeconds int64      `json:"intervalSeconds,omitempty"`
+	NextRun         *time.Time `json:"nextRun,omitempty"`
 	LastBackup      string     `json:"lastBackup,omitempty"`
 	TakenAt         *time.Time `json:"takenAt,omitempty"`
 	AgeSeconds      int64      `json:"ageSeconds,omitempty"`
@@ -129,7 +133,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 		return nil
 	}
 	t := &table{w: e.streams.Out, colour: colour,
-		headers: []string{"APPLICATION", "STATE", "LAST-BACKUP", "AGE", "INTERVAL", "PLAN"}}
+		headers: []string{"APPLICATION", "STATE", "LAST-BACKUP", "AGE", "INTERVAL", "NEXT-RUN", "PLAN"}}
 	if o.output == outputWide {
 		t.headers = append(t.headers, "SCHEDULE", "SIZE", "GOOD-BACKUPS", "MESSAGE")
 	}
@@ -137,9 +141,12 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 		t.headers = append([]string{"NAMESPACE"}, t.headers...)
 	}
 	for _, r := range rows {
-		interval, plan := "-", "-"
+		interval, next, plan := "-", "-", "-"
 		if r.IntervalSeconds > 0 {
 			interval = duration.HumanDuration(time.Duration(r.IntervalSeconds) * time.Second)
+		}
+		if r.NextRun != nil {
+			next = duration.HumanDuration(r.NextRun.Sub(now))
 		}
 		if len(r.Plans) > 0 {
 			plan = r.Plans[0]
@@ -147,7 +154,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 				plan += fmt.Sprintf(" (+%d)", len(r.Plans)-1)
 			}
 		}
-		cells := []string{r.Application, r.State, orDash(r.LastBackup), age(now, timeOr(r.TakenAt)), interval, plan}
+		cells := []string{r.Application, r.State, orDash(r.LastBackup), age(now, timeOr(r.TakenAt)), interval, next, plan}
 		if o.output == outputWide {
 			cells = append(cells, orDash(r.Schedule), humanBytes(r.SizeBytes), fmt.Sprint(r.GoodBackups), r.Message)
 		}
@@ -246,7 +253,7 @@ func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
 			paused++
 			continue
 		}
-		d, err := freshness.PlanInterval(p.Spec.Schedule.Cron, p.Spec.Schedule.TimeZone, now)
+		d, err := freshness.PlanInterval(p.Spec.Schedule.Cron, p.Spec.Schedule.TimeZone, planschedule.HashKey(p.Namespace, p.Name), now)
 		if err != nil || d == 0 {
 			invalid = append(invalid, p.Name)
 			continue
@@ -260,7 +267,7 @@ func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
 	switch {
 	case active != nil:
 		r.Plans = append([]string{active.Name}, without(r.Plans, active.Name)...)
-		r.Schedule, r.IntervalSeconds = active.Spec.Schedule.Cron, int64(interval.Seconds())
+		r.Schedule, r.IntervalSeconds, r.NextRun = scheduleOf(active), int64(interval.Seconds()), nextRun(active, now)
 		if active.Spec.Schedule.TimeZone != "" {
 			r.Schedule += " (" + active.Spec.Schedule.TimeZone + ")"
 		}
@@ -292,6 +299,37 @@ func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
 		r.Message += "; no good backup"
 	}
 	return r
+}
+
+// scheduleOf is the Plan's cron expression and, when it has H terms, what
+// they resolve to for this Plan.
+func scheduleOf(p *backupsv1alpha1.Plan) string {
+	expr := p.Spec.Schedule.Cron
+	if !hashcron.Has(expr) {
+		return expr
+	}
+	resolved, err := hashcron.Resolve(strings.TrimSpace(expr), planschedule.HashKey(p.Namespace, p.Name))
+	if err != nil {
+		return expr
+	}
+	return expr + " = " + resolved
+}
+
+// nextRun is the Plan's next run: its status.nextScheduleTime, or, where
+// the installed CRD does not keep that field (Cozystack's own), the next
+// time of its schedule after now, computed as the driver does.
+func nextRun(p *backupsv1alpha1.Plan, now time.Time) *time.Time {
+	if t := p.Status.NextScheduleTime; t != nil {
+		return &t.Time
+	}
+	s, err := planschedule.ParseSchedule(p.Spec.Schedule.Cron, p.Spec.Schedule.TimeZone, planschedule.HashKey(p.Namespace, p.Name))
+	if err != nil {
+		return nil
+	}
+	if next := s.Next(now); !next.IsZero() {
+		return &next
+	}
+	return nil
 }
 
 func without(list []string, s string) []string {

@@ -3,12 +3,14 @@ package ebdctl
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -16,6 +18,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -236,4 +239,33 @@ func TestStatusAllNamespacesSaysWhichStrategiesShareAKey(t *testing.T) {
 	g.Expect(json.Unmarshal(out.Bytes(), &rows)).To(Succeed(), "structured output stays parseable")
 	g.Expect(errOut.String()).To(ContainSubstring("strategy etcd: 37 namespaces share one S3 access key"))
 	g.Expect(errOut.String()).NotTo(ContainSubstring("isolated"))
+}
+
+// A Plan with H terms shows what they resolve to and when it runs next:
+// status.nextScheduleTime when the CRD keeps it, else the schedule's next
+// time computed as the driver does (Cozystack's CRD prunes the field).
+func TestStatusShowsTheHashedScheduleAndNextRun(t *testing.T) {
+	g := NewWithT(t)
+	resolved, err := hashcron.Resolve("H 3 * * *", "tenant-a/nightly")
+	g.Expect(err).NotTo(HaveOccurred())
+	minute, err := strconv.Atoi(strings.Fields(resolved)[0])
+	g.Expect(err).NotTo(HaveOccurred())
+	// now is 12:00, so the next 03:MM is tomorrow's.
+	next := time.Date(now.Year(), now.Month(), now.Day()+1, 3, minute, 0, 0, time.UTC)
+	fromStatus := plan("tenant-b", "nightly", "etcd", "H 3 * * *", time.Hour)
+	fromStatus.Status.NextScheduleTime = ptr(metav1.NewTime(now.Add(90 * time.Minute)))
+
+	rows := statusRows(nil, []backupsv1alpha1.Plan{*plan("tenant-a", "nightly", "etcd", "H 3 * * *", time.Hour), *fromStatus}, nil, now, 1.5)
+	g.Expect(rows).To(HaveLen(2))
+	g.Expect(rows[0].Schedule).To(Equal("H 3 * * * = " + resolved))
+	g.Expect(rows[0].State).To(Equal(StateWaiting))
+	g.Expect(rows[0].NextRun).NotTo(BeNil())
+	g.Expect(*rows[0].NextRun).To(BeTemporally("==", next))
+	g.Expect(*rows[1].NextRun).To(BeTemporally("==", now.Add(90*time.Minute)))
+
+	e, out, _ := fakeEnv(plan("tenant-a", "nightly", "etcd", "H 3 * * *", time.Hour))
+	g.Expect(e.run("status", "-n", "tenant-a", "--terminal", "no")).To(Succeed())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	g.Expect(strings.Fields(lines[0])).To(Equal([]string{"APPLICATION", "STATE", "LAST-BACKUP", "AGE", "INTERVAL", "NEXT-RUN", "PLAN"}))
+	g.Expect(strings.Fields(lines[1])[5]).To(Equal(duration.HumanDuration(next.Sub(now))))
 }

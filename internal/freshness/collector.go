@@ -17,6 +17,8 @@ import (
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 )
 
 // Metric names the Collector serves. The chart's alerts and dashboard use them.
@@ -108,7 +110,9 @@ type appStats struct {
 	unverified int
 }
 
-type scheduleKey struct{ cron, timeZone string }
+// scheduleKey identifies a schedule's interval; hashKey is set only for
+// schedules with H terms, whose runs differ from Plan to Plan.
+type scheduleKey struct{ cron, timeZone, hashKey string }
 
 type cachedInterval struct {
 	interval time.Duration
@@ -233,7 +237,7 @@ func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {
 		if !ok || p.DeletionTimestamp != nil || p.Spec.Suspend || !isEtcdApplication(p.Spec.ApplicationRef) {
 			continue
 		}
-		interval, ok := c.interval(p.Spec.Schedule, now)
+		interval, ok := c.interval(p.Spec.Schedule, plan.HashKey(p.Namespace, p.Name), now)
 		if !ok {
 			continue
 		}
@@ -251,14 +255,17 @@ func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {
 // interval returns a schedule's Interval, parsing and computing it at most
 // once per intervalTTL; false means the schedule is unusable or never runs
 // (the Plan's Error condition says why).
-func (c *Collector) interval(s backupsv1alpha1.PlanSchedule, now time.Time) (time.Duration, bool) {
+func (c *Collector) interval(s backupsv1alpha1.PlanSchedule, hashKey string, now time.Time) (time.Duration, bool) {
 	if s.Type != backupsv1alpha1.PlanScheduleTypeEmpty && s.Type != backupsv1alpha1.PlanScheduleTypeCron {
 		return 0, false
 	}
-	key := scheduleKey{s.Cron, s.TimeZone}
+	key := scheduleKey{cron: s.Cron, timeZone: s.TimeZone}
+	if hashcron.Has(s.Cron) {
+		key.hashKey = hashKey
+	}
 	v, ok := c.intervals[key]
 	if !ok || now.Sub(v.at) >= intervalTTL || now.Before(v.at) {
-		d, err := PlanInterval(s.Cron, s.TimeZone, now)
+		d, err := PlanInterval(s.Cron, s.TimeZone, hashKey, now)
 		v = cachedInterval{interval: d, valid: err == nil && d > 0, at: now}
 	}
 	v.seen = c.scrape

@@ -39,10 +39,11 @@ func Interval(s plan.Schedule, from time.Time) time.Duration {
 	return longest
 }
 
-// PlanInterval parses a Plan's cron expression and time zone and returns
-// its Interval from now.
-func PlanInterval(cron, timeZone string, now time.Time) (time.Duration, error) {
-	s, err := plan.ParseSchedule(cron, timeZone)
+// PlanInterval parses a Plan's cron expression and time zone (H terms
+// resolved for key, plan.HashKey of the Plan) and returns its Interval from
+// now.
+func PlanInterval(cron, timeZone, key string, now time.Time) (time.Duration, error) {
+	s, err := plan.ParseSchedule(cron, timeZone, key)
 	if err != nil {
 		return 0, err
 	}

@@ -86,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	next, runErr := r.runDue(ctx, &plan, obs, sched, now)
+	r.noteNextRun(ctx, &plan, next)
 	pruneErr := r.pruneJobs(ctx, &plan, obs)
 	retainErr := r.applyRetention(ctx, &plan, obs, now)
 	plan.Status.LastSuccessfulBackup = NewestReady(obs.backups)

@@ -159,6 +159,7 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 	for _, tc := range []struct{ name, cron, tz, reason string }{
 		{"badcron", "every day at noon", "", backupsv1alpha1.PlanReasonInvalidCron},
 		{"badtz", "0 3 * * *", "Europe/Atlantis", backupsv1alpha1.PlanReasonInvalidTimeZone},
+		{"badhash", "H(0-60) 3 * * *", "", backupsv1alpha1.PlanReasonInvalidCron},
 	} {
 		p := createPlan(g, ns, tc.name, tc.cron, tc.tz, nil)
 		_, err := h.reconcile(p)

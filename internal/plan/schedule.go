@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 )
 
 // Errors ParseSchedule wraps, so the controller can report which part of the
@@ -24,16 +26,28 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
+// HashKey is what a Plan's H terms are hashed with (see hashcron): its
+// namespace and name, so a Plan keeps its run times across restarts and
+// re-creation, and Plans of the same name in different tenants differ.
+func HashKey(namespace, name string) string {
+	return namespace + "/" + name
+}
+
 // ParseSchedule reads a standard five-field cron expression (or a descriptor
 // such as @daily or @every 1h) in the IANA time zone tz; an empty tz means
 // UTC, never the controller's local zone, so a schedule means the same thing
-// wherever the driver runs.
-func ParseSchedule(expr, tz string) (Schedule, error) {
+// wherever the driver runs. Jenkins-style H terms are first resolved for key
+// (HashKey of the Plan).
+func ParseSchedule(expr, tz, key string) (Schedule, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
 		return nil, fmt.Errorf("%w: spec.schedule.cron is empty", ErrInvalidCron)
 	}
-	embeddedTZ := strings.HasPrefix(expr, "CRON_TZ=") || strings.HasPrefix(expr, "TZ=")
+	resolved, err := hashcron.Resolve(expr, key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidCron, expr, err)
+	}
+	embeddedTZ := strings.HasPrefix(resolved, "CRON_TZ=") || strings.HasPrefix(resolved, "TZ=")
 	if embeddedTZ && tz != "" {
 		return nil, fmt.Errorf("%w: %q names a time zone and spec.schedule.timeZone is set too; use only spec.schedule.timeZone", ErrInvalidCron, expr)
 	}
@@ -49,7 +63,7 @@ func ParseSchedule(expr, tz string) (Schedule, error) {
 		}
 		loc = l
 	}
-	parsed, err := cron.ParseStandard(expr)
+	parsed, err := cron.ParseStandard(resolved)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidCron, expr, err)
 	}

@@ -20,7 +20,7 @@ func mustLoc(t *testing.T, name string) *time.Location {
 
 func mustParse(t *testing.T, expr, tz string) Schedule {
 	t.Helper()
-	s, err := ParseSchedule(expr, tz)
+	s, err := ParseSchedule(expr, tz, "")
 	if err != nil {
 		t.Fatalf("ParseSchedule(%q, %q): %v", expr, tz, err)
 	}
@@ -50,7 +50,7 @@ func TestParseScheduleRejectsBadInput(t *testing.T) {
 		{"0 3 * * *", "Local", ErrInvalidTimeZone},
 		{"CRON_TZ=Europe/Berlin 0 3 * * *", "Europe/Paris", ErrInvalidCron},
 	} {
-		if _, err := ParseSchedule(tc.expr, tc.tz); !errors.Is(err, tc.want) {
+		if _, err := ParseSchedule(tc.expr, tc.tz, ""); !errors.Is(err, tc.want) {
 			t.Errorf("ParseSchedule(%q, %q) = %v, want %v", tc.expr, tc.tz, err, tc.want)
 		}
 	}

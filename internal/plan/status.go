@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -36,15 +38,48 @@ func (r *Reconciler) validate(plan *backupsv1alpha1.Plan) (Schedule, error) {
 		return nil, err
 	}
 	setCondition(plan, backupsv1alpha1.PlanConditionError, metav1.ConditionFalse,
-		backupsv1alpha1.PlanReasonScheduleValid, "the schedule is valid")
+		backupsv1alpha1.PlanReasonScheduleValid, scheduleValidMessage(plan))
 	return sched, nil
+}
+
+// scheduleValidMessage says the schedule is valid and, when it has H terms,
+// what they resolve to for this Plan: the user sees the minute chosen.
+func scheduleValidMessage(plan *backupsv1alpha1.Plan) string {
+	expr := strings.TrimSpace(plan.Spec.Schedule.Cron)
+	if !hashcron.Has(expr) {
+		return "the schedule is valid"
+	}
+	resolved, err := hashcron.Resolve(expr, HashKey(plan.Namespace, plan.Name))
+	if err != nil {
+		// Not reached: validation resolved it already.
+		return "the schedule is valid"
+	}
+	return fmt.Sprintf("the schedule is valid; %q runs as %q for this Plan (H terms are hashed from its namespace and name)", expr, resolved)
+}
+
+// noteNextRun repeats the next run time in the Error condition's message
+// when the installed Plan CRD (Cozystack's own) prunes
+// status.nextScheduleTime: the condition is the only status such a CRD
+// keeps, and a user of H terms would otherwise not see when the Plan runs.
+func (r *Reconciler) noteNextRun(ctx context.Context, plan *backupsv1alpha1.Plan, next time.Time) {
+	if r.Schema == nil || next.IsZero() || plan.Status.NextScheduleTime == nil ||
+		r.Schema.Serves(ctx, servedschema.PlanCRD, "status.nextScheduleTime") {
+		return
+	}
+	c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionError)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return
+	}
+	setCondition(plan, backupsv1alpha1.PlanConditionError, metav1.ConditionFalse, c.Reason,
+		scheduleValidMessage(plan)+"; next run at "+next.UTC().Format(time.RFC3339)+
+			" (the installed Plan CRD does not serve status.nextScheduleTime)")
 }
 
 func (r *Reconciler) checkSpec(plan *backupsv1alpha1.Plan) (Schedule, error) {
 	if t := plan.Spec.Schedule.Type; t != backupsv1alpha1.PlanScheduleTypeEmpty && t != backupsv1alpha1.PlanScheduleTypeCron {
 		return nil, fmt.Errorf("%w: spec.schedule.type %q is not supported; use \"cron\"", ErrInvalidCron, t)
 	}
-	sched, err := ParseSchedule(plan.Spec.Schedule.Cron, plan.Spec.Schedule.TimeZone)
+	sched, err := ParseSchedule(plan.Spec.Schedule.Cron, plan.Spec.Schedule.TimeZone, HashKey(plan.Namespace, plan.Name))
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -47,10 +48,11 @@ func perOp(u0, u usage, n int) string {
 }
 
 // startDriver runs bin/manager (built by `make bench`) as the chart does,
-// with only loopback S3 allowed, until b ends. BENCH_DRIVER_ARGS adds flags and
+// with only loopback S3 allowed and the extra flags given, until b ends.
+// BENCH_DRIVER_ARGS adds flags and
 // BENCH_DRIVER_ENV (KEY=VALUE ...) environment variables;
 // BENCH_MANAGER_LOG keeps its log at that path.
-func startDriver(b *testing.B) *driver {
+func startDriver(b *testing.B, extra ...string) *driver {
 	b.Helper()
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "manager")
 	if _, err := os.Stat(bin); err != nil {
@@ -70,7 +72,7 @@ func startDriver(b *testing.B) *driver {
 		"--health-probe-bind-address=0",
 		"--zap-log-level=error",
 	}
-	args = append(args, strings.Fields(os.Getenv("BENCH_DRIVER_ARGS"))...)
+	args = append(append(args, extra...), strings.Fields(os.Getenv("BENCH_DRIVER_ARGS"))...)
 	logPath := filepath.Join(dir, "manager.log")
 	if p := os.Getenv("BENCH_MANAGER_LOG"); p != "" {
 		logPath = p
@@ -170,10 +172,13 @@ func (d *driver) collect(b *testing.B) {
 // processes) have spent so far.
 func platformCPU(b *testing.B) time.Duration {
 	b.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		b.Fatal(err)
-	}
+	return childCPU("kube-apiserver", "etcd")
+}
+
+// childCPU is the CPU time the bench's child processes named one of comms
+// have spent so far.
+func childCPU(comms ...string) time.Duration {
+	entries, _ := os.ReadDir("/proc")
 	var total time.Duration
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -181,7 +186,7 @@ func platformCPU(b *testing.B) time.Duration {
 			continue
 		}
 		comm, ppid, cpu, err := procStat(pid)
-		if err == nil && ppid == os.Getpid() && (comm == "kube-apiserver" || comm == "etcd") {
+		if err == nil && ppid == os.Getpid() && slices.Contains(comms, comm) {
 			total += cpu
 		}
 	}

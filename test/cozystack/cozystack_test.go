@@ -1,6 +1,7 @@
 package cozystack
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -62,6 +64,38 @@ func TestPlanSaysWhichFieldsAreNotServed(t *testing.T) {
 		g.Expect(c.Message).To(And(ContainSubstring("spec.retention"), ContainSubstring("spec.schedule.timeZone (UTC)")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	tn.G.Eventually(func() []string { return tn.Events(plan) }).WithTimeout(10 * time.Second).Should(ContainElement(backupsv1alpha1.PlanReasonFieldsNotServed))
+}
+
+// Cozystack's CRD prunes status.nextScheduleTime: a Plan with H terms
+// still tells when it runs, in its Error condition's message, at the
+// minute hashed from its namespace and name.
+func TestPlanTellsItsNextRunWithoutTheStatusField(t *testing.T) {
+	tn := plat.NewTenant(t, "tenant")
+	plan := &backupsv1alpha1.Plan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "nightly"},
+		Spec: backupsv1alpha1.PlanSpec{
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
+			Schedule: backupsv1alpha1.PlanSchedule{Cron: "H 3 * * *"},
+		},
+	}
+	tn.Create(plan)
+	resolved, err := hashcron.Resolve("H 3 * * *", tn.NS+"/nightly")
+	tn.G.Expect(err).NotTo(HaveOccurred())
+	minute, err := strconv.Atoi(strings.Fields(resolved)[0])
+	tn.G.Expect(err).NotTo(HaveOccurred())
+	created := plan.CreationTimestamp.UTC()
+	next := time.Date(created.Year(), created.Month(), created.Day(), 3, minute, 0, 0, time.UTC)
+	if !next.After(created) {
+		next = next.AddDate(0, 0, 1)
+	}
+	tn.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
+		g.Expect(plan.Status.NextScheduleTime).To(BeNil(), "the CRD prunes the field")
+		c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionError)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(backupsv1alpha1.PlanReasonScheduleValid))
+		g.Expect(c.Message).To(And(ContainSubstring(`runs as "`+resolved+`"`), ContainSubstring("next run at "+next.Format(time.RFC3339))))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // A strategy with a plain-http endpoint cannot opt into http on this

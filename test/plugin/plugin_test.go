@@ -160,7 +160,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		code, out, errOut = ebdctlRun("status", "-n", tn.ns, "-o", "wide")
 		g.Expect(code).To(Equal(0), errOut)
 		t.Logf("status -o wide:\n%s", out)
-		g.Expect(out).To(MatchRegexp(`(?m)^etcd\s+OK\s+manual\s+\S+\s+24h\s+nightly\s+0 3 \* \* \*\s`))
+		g.Expect(out).To(MatchRegexp(`(?m)^etcd\s+OK\s+manual\s+\S+\s+24h\s+\S+\s+nightly\s+0 3 \* \* \*\s`), "NEXT-RUN comes after INTERVAL")
 		g.Expect(sb.Client.Delete(tn.ctx, p)).To(Succeed())
 	})
 

@@ -36,7 +36,10 @@ type PlanSchedule struct {
 	// +optional
 	Type PlanScheduleType `json:"type,omitempty"`
 	// Cron is a standard five-field expression or a descriptor such as
-	// @daily or @every 1h.
+	// @daily or @every 1h. Jenkins-style H terms (H, H(a-b), H/n,
+	// H(a-b)/n) pick values from a hash of the Plan's namespace and name,
+	// so that "H 3 * * *" runs at a minute of its own between 03:00 and
+	// 03:59, the same one every day.
 	// +optional
 	Cron string `json:"cron,omitempty"`
 	// TimeZone is an IANA name (for example Europe/Berlin) the cron
