@@ -142,7 +142,7 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 	fi
 
 .PHONY: test
-test: envtest-bins stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
+test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
