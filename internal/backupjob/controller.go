@@ -43,6 +43,9 @@ type Reconciler struct {
 	// Schema says which strategy fields the installed CRD serves; nil
 	// assumes the driver's own CRD.
 	Schema *servedschema.Schema
+	// Broker issues tenant keys for brokered strategies; nil fails their
+	// jobs.
+	Broker CredentialBroker
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch

@@ -36,6 +36,7 @@ var controllers = []struct {
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
 	{"safetyretention", setupSafetyRetention},
+	{"credbroker", setupCredentialBroker},
 }
 
 // enabled is the controllers o leaves on; an unknown name is an error.
@@ -74,6 +75,7 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		// a claim taken a moment ago: read claims live.
 		Claims: d.claims.LiveStore(),
 		Schema: d.schema,
+		Broker: d.broker,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
@@ -128,6 +130,7 @@ func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Keys:      d.keys,
 		Policy:    d.policy,
+		Broker:    d.broker,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
