@@ -35,16 +35,18 @@ type Scope struct {
 	Prefix string
 }
 
-// Owner names whom an identity belongs to, in the provider's own records,
-// so that identities can be found and removed after the tenant namespace
-// is gone.
+// Owner names whom an identity belongs to. Providers record Name and Group
+// (opaque hashes) with the identity, so that identities can be found and
+// removed after the tenant namespace is gone; they do not record the
+// namespace, because an S3 service may show one tenant's key the records
+// of its siblings (MinIO does).
 type Owner struct {
 	// Name is unique per (strategy, namespace); at most 32 characters,
 	// starting with Group.
 	Name string
 	// Group is shared by every identity of one strategy.
 	Group string
-	// Namespace is the tenant namespace.
+	// Namespace is the tenant namespace; empty in what List returns.
 	Namespace string
 }
 

@@ -33,6 +33,10 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	if err != nil {
 		return 0, err
 	}
+	owners, err := b.liveOwners(ctx, strategy.Name)
+	if err != nil {
+		return 0, err
+	}
 	now := b.Clock.Now()
 	next := SweepEvery
 	soon := func(d time.Duration) {
@@ -42,6 +46,7 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	}
 	var errs []error
 	for _, id := range ids {
+		id.Owner.Namespace = owners[id.Owner.Name]
 		d, err := b.sweepOne(ctx, p, strategy, id, now)
 		soon(d)
 		errs = append(errs, err)
@@ -60,20 +65,12 @@ func (b *Broker) sweepOne(ctx context.Context, p Provider, strategy *strategyv1a
 		return 0, p.Delete(ctx, id.AccessKeyID)
 	}
 	ns := id.Owner.Namespace
-	if ns == "" || OwnerOf(strategy.Name, ns).Name != id.Owner.Name {
-		l.Info("deleting a tenant key whose record does not match its name")
-		return 0, p.Delete(ctx, id.AccessKeyID)
-	}
-	gone, err := b.namespaceGone(ctx, ns)
-	if err != nil {
-		return 0, err
-	}
-	if gone {
-		l.Info("deleting the tenant key of a namespace that is gone")
+	if ns == "" {
+		l.Info("deleting a tenant key whose namespace is gone", "name", id.Owner.Name)
 		return 0, p.Delete(ctx, id.AccessKeyID)
 	}
 	var s corev1.Secret
-	err = b.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: SecretName(strategy.Name)}, &s)
+	err := b.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: SecretName(strategy.Name)}, &s)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("read Secret %s/%s: %w", ns, SecretName(strategy.Name), err)
 	}
@@ -82,7 +79,7 @@ func (b *Broker) sweepOne(ctx context.Context, p Provider, strategy *strategyv1a
 		return b.Grace, p.Expire(ctx, id.AccessKeyID, now.Add(b.Grace))
 	}
 	due := id.IssuedAt.Add(rotationInterval(strategy))
-	if id.Owner.Namespace != "" && s.Annotations[ScopeAnnotation] == ScopeOf(strategy, ns).String() && now.Before(due) {
+	if s.Annotations[ScopeAnnotation] == ScopeOf(strategy, ns).String() && now.Before(due) {
 		return due.Sub(now), nil
 	}
 	l.Info("rotating a tenant key", "issuedAt", id.IssuedAt)
@@ -92,16 +89,21 @@ func (b *Broker) sweepOne(ctx context.Context, p Provider, strategy *strategyv1a
 	return b.Grace, p.Expire(ctx, id.AccessKeyID, now.Add(b.Grace))
 }
 
-func (b *Broker) namespaceGone(ctx context.Context, name string) (bool, error) {
-	var ns corev1.Namespace
-	err := b.Reader.Get(ctx, client.ObjectKey{Name: name}, &ns)
-	if apierrors.IsNotFound(err) {
-		return true, nil
+// liveOwners maps the owner name of strategy's identity in each namespace
+// that exists and is not being deleted to that namespace: an identity whose
+// name is not among them belongs to a namespace that is gone.
+func (b *Broker) liveOwners(ctx context.Context, strategy string) (map[string]string, error) {
+	var list corev1.NamespaceList
+	if err := b.Reader.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("list Namespaces: %w", err)
 	}
-	if err != nil {
-		return false, fmt.Errorf("read Namespace %s: %w", name, err)
+	owners := make(map[string]string, len(list.Items))
+	for _, ns := range list.Items {
+		if ns.DeletionTimestamp == nil {
+			owners[OwnerOf(strategy, ns.Name).Name] = ns.Name
+		}
 	}
-	return ns.DeletionTimestamp != nil, nil
+	return owners, nil
 }
 
 // Remove deletes every identity of strategy and every tenant Secret that

@@ -31,34 +31,27 @@ func New(endpoint string, admin credbroker.Key, httpClient *http.Client) (*Provi
 	return &Provider{admin: a}, nil
 }
 
-// The description records the owner's namespace and the issue time, so that
-// identities can be matched, rotated and removed from MinIO's listing alone.
-const descPrefix = "etcd-backup-driver tenant key: "
+// The description records the issue time only, so that rotation can be
+// decided from MinIO's listing alone. It names no namespace: MinIO lets
+// every service account list its parent's service accounts (access key
+// ids, names, descriptions; never secrets), so a tenant key sees its
+// siblings' records. Names are opaque hashes for the same reason.
+const descPrefix = "etcd-backup-driver tenant key: issued="
 
-func describe(o credbroker.Owner, now time.Time) string {
-	return fmt.Sprintf("%snamespace=%s issued=%d", descPrefix, o.Namespace, now.Unix())
+func describe(now time.Time) string {
+	return descPrefix + strconv.FormatInt(now.Unix(), 10)
 }
 
-func parseDescription(d string) (namespace string, issued time.Time, ok bool) {
+func parseDescription(d string) (issued time.Time, ok bool) {
 	rest, found := strings.CutPrefix(d, descPrefix)
 	if !found {
-		return "", time.Time{}, false
+		return time.Time{}, false
 	}
-	var unix int64
-	for _, f := range strings.Fields(rest) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "namespace":
-			namespace = v
-		case "issued":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return "", time.Time{}, false
-			}
-			unix = n
-		}
+	unix, err := strconv.ParseInt(rest, 10, 64)
+	if err != nil || unix <= 0 {
+		return time.Time{}, false
 	}
-	return namespace, time.Unix(unix, 0), namespace != "" && unix > 0
+	return time.Unix(unix, 0), true
 }
 
 // Issue creates a service account named owner.Name with the scope's policy.
@@ -66,7 +59,7 @@ func (p *Provider) Issue(ctx context.Context, owner credbroker.Owner, scope cred
 	creds, err := p.admin.AddServiceAccount(ctx, NewServiceAccount{
 		Policy:      credbroker.Policy(scope),
 		Name:        owner.Name,
-		Description: describe(owner, now),
+		Description: describe(now),
 	})
 	if err != nil {
 		return credbroker.Key{}, fmt.Errorf("create MinIO service account %s for namespace %s: %w", owner.Name, owner.Namespace, err)
@@ -74,8 +67,14 @@ func (p *Provider) Issue(ctx context.Context, owner credbroker.Owner, scope cred
 	return credbroker.Key{AccessKeyID: creds.AccessKey, SecretAccessKey: creds.SecretKey}, nil
 }
 
-// Expire sets the service account's expiration.
+// MinIO refuses an expiration sooner than 15 minutes ahead.
+const minExpiry = 16 * time.Minute
+
+// Expire sets the service account's expiration, at least minExpiry ahead.
 func (p *Provider) Expire(ctx context.Context, accessKeyID string, at time.Time) error {
+	if soonest := time.Now().Add(minExpiry); at.Before(soonest) {
+		at = soonest
+	}
 	if err := p.admin.ExpireServiceAccount(ctx, accessKeyID, at); err != nil {
 		return fmt.Errorf("expire MinIO service account %s: %w", accessKeyID, err)
 	}
@@ -103,7 +102,7 @@ func (p *Provider) List(ctx context.Context, group string) ([]credbroker.Identit
 			continue
 		}
 		id := credbroker.Identity{AccessKeyID: a.AccessKey, Owner: credbroker.Owner{Name: a.Name, Group: group}}
-		id.Owner.Namespace, id.IssuedAt, _ = parseDescription(a.Description)
+		id.IssuedAt, _ = parseDescription(a.Description)
 		if a.Expiration != nil && !a.Expiration.IsZero() && a.Expiration.Unix() > 0 {
 			id.Expires = *a.Expiration
 		}

@@ -69,13 +69,18 @@ func (a *Admin) DeleteServiceAccount(ctx context.Context, accessKey string) erro
 	return a.call(ctx, http.MethodDelete, "/delete-service-account", url.Values{"accessKey": {accessKey}}, nil, false, nil)
 }
 
-// ListServiceAccounts lists the service accounts of the signing user
-// (GET list-service-accounts).
+// ListServiceAccounts lists the service accounts of the signing user.
 func (a *Admin) ListServiceAccounts(ctx context.Context) ([]ServiceAccount, error) {
+	return a.ListServiceAccountsOf(ctx, a.accessKey)
+}
+
+// ListServiceAccountsOf lists the service accounts of user (GET
+// list-service-accounts); listing another user's needs the admin action.
+func (a *Admin) ListServiceAccountsOf(ctx context.Context, user string) ([]ServiceAccount, error) {
 	var resp struct {
 		Accounts []ServiceAccount `json:"accounts"`
 	}
-	err := a.call(ctx, http.MethodGet, "/list-service-accounts", url.Values{"user": {a.accessKey}}, nil, true, &resp)
+	err := a.call(ctx, http.MethodGet, "/list-service-accounts", url.Values{"user": {user}}, nil, true, &resp)
 	return resp.Accounts, err
 }
 
