@@ -143,7 +143,7 @@ func TestTenantKeyIsConfinedToItsPrefix(t *testing.T) {
 	siblings, err := tenantAdmin.ListServiceAccounts(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, s := range siblings {
-		g.Expect(s.Name + " " + s.Description).NotTo(ContainSubstring("alphabet"), "a tenant key learns another tenant's namespace")
+		g.Expect(s.Name+" "+s.Description).NotTo(ContainSubstring("alphabet"), "a tenant key learns another tenant's namespace")
 	}
 
 	// Nothing the tenant tried changed the other tenant's objects or its own.
@@ -184,7 +184,9 @@ func TestListExpireDelete(t *testing.T) {
 	g.Expect(put(ctx, c, "gamma/y.db", "y")).To(Succeed(), "the key works until it expires")
 
 	g.Expect(p.Delete(ctx, key.AccessKeyID)).To(Succeed())
-	g.Eventually(func() bool { return denied(put(ctx, c, "gamma/z.db", "z")) || invalidKey(put(ctx, c, "gamma/z.db", "z")) }).Should(BeTrue(), "a deleted key still writes")
+	g.Eventually(func() bool {
+		return denied(put(ctx, c, "gamma/z.db", "z")) || invalidKey(put(ctx, c, "gamma/z.db", "z"))
+	}).Should(BeTrue(), "a deleted key still writes")
 	g.Expect(p.Delete(ctx, key.AccessKeyID)).To(Succeed())
 	g.Expect(p.List(ctx, owner.Group)).To(BeEmpty())
 	_, err = get(ctx, admin, "gamma/x.db")
