@@ -36,8 +36,8 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;create;update;delete
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
 
 // Reconcile sweeps one strategy's keys, or removes them all when it goes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

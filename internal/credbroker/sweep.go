@@ -121,17 +121,22 @@ func (b *Broker) Remove(ctx context.Context, strategy *strategyv1alpha1.Etcd) er
 	for _, id := range ids {
 		errs = append(errs, p.Delete(ctx, id.AccessKeyID))
 	}
-	var secrets corev1.SecretList
-	if err := b.Reader.List(ctx, &secrets, client.MatchingLabels{StrategyLabel: strategyHash(strategy.Name)}); err != nil {
-		return errors.Join(append(errs, fmt.Errorf("list tenant Secrets: %w", err))...)
+	// One Get per namespace: the driver may not list Secrets in bulk.
+	var namespaces corev1.NamespaceList
+	if err := b.Reader.List(ctx, &namespaces); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("list Namespaces: %w", err))...)
 	}
-	for i := range secrets.Items {
-		s := &secrets.Items[i]
-		if s.Name != SecretName(strategy.Name) {
+	for _, ns := range namespaces.Items {
+		var s corev1.Secret
+		err := b.Reader.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: SecretName(strategy.Name)}, &s)
+		if apierrors.IsNotFound(err) {
 			continue
 		}
-		if err := b.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID}); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete Secret %s/%s: %w", s.Namespace, s.Name, err))
+		if err == nil && b.ours(&s, strategy.Name) {
+			err = b.Client.Delete(ctx, &s, client.Preconditions{UID: &s.UID})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete Secret %s/%s: %w", ns.Name, SecretName(strategy.Name), err))
 		}
 	}
 	return errors.Join(errs...)
