@@ -91,3 +91,25 @@ func TestBrokeredBackupAndDeletionOnMinIO(t *testing.T) {
 	_, err = root.StatObject(context.Background(), bucket, key, minio.StatObjectOptions{})
 	w.g.Expect(minio.ToErrorResponse(err).Code).To(Equal("NoSuchKey"), "the Delete policy left the object")
 }
+
+// A brokered strategy whose key renders outside the tenant's prefix fails
+// the job before any key is issued or any snapshot is created.
+func TestBrokeredKeyOutsideTenantPrefixFails(t *testing.T) {
+	w := newWorld(t)
+	s3 := w.s3Template()
+	s3.Key = "shared/{{ .Application.metadata.name }}/"
+	strategy := w.strategyObj(s3)
+	strategy.Spec.CredentialBroker = &strategyv1alpha1.EtcdCredentialBroker{
+		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: "absent"},
+	}
+	w.create(strategy, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+	w.cluster(true)
+	w.startDriver(nil)
+	job := w.job("outside")
+	w.create(job)
+	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseFailed, 30*time.Second)
+	cond := w.awaitReason(job, backupsv1alpha1.BackupReasonInvalidDestination)
+	w.g.Expect(cond.Message).To(ContainSubstring("tenant prefix"))
+	err := env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: credbroker.SecretName(w.strategy)}, &corev1.Secret{})
+	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a key Secret was written for a refused job: %v", err)
+}
