@@ -36,8 +36,9 @@ type Reconciler struct {
 
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update;delete
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list
+// The tenant key Secrets (get, create, update, delete by name, never list)
+// and the Namespace list are granted by the chart only when
+// credentialBroker.enabled is set: templates/rbac.yaml.
 
 // Reconcile sweeps one strategy's keys, or removes them all when it goes.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
