@@ -105,9 +105,7 @@ func newWorld(t *testing.T, name string, tenants ...string) *world {
 	return &world{g: g, ctx: ctx, strategy: s, clock: clock, tenants: tenants, broker: &credbroker.Broker{
 		Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace, Clock: clock, Grace: 2 * time.Hour,
 		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			strategyv1alpha1.CredentialBrokerMinIO: func(endpoint string, admin credbroker.Key) (credbroker.Provider, error) {
-				return brokerminio.New(endpoint, admin, nil)
-			},
+			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil),
 		},
 	}}
 }

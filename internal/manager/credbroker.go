@@ -31,9 +31,7 @@ func newBroker(mgr ctrl.Manager, o Options, policy endpointpolicy.Policy) *credb
 		Clock:     clock.RealClock{},
 		Grace:     grace,
 		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			strategyv1alpha1.CredentialBrokerMinIO: func(endpoint string, admin credbroker.Key) (credbroker.Provider, error) {
-				return brokerminio.New(endpoint, admin, hc)
-			},
+			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(hc),
 		},
 	}
 }

@@ -57,6 +57,9 @@ type Operator struct {
 	// starts, as the operator's Pods do (instead of the s3 client given to
 	// StartOperator).
 	KeyFromSecret bool
+	// HoldSnapshots leaves new EtcdSnapshots alone, for a test to play the
+	// snapshot agent itself.
+	HoldSnapshots bool
 }
 
 // StartOperator runs an Operator for ns until the test ends. s3 is a client
@@ -93,9 +96,11 @@ func (op *Operator) step(ctx context.Context) {
 	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
 	op.mu.Unlock()
 	op.mu.Lock()
-	keyFromSecret := op.KeyFromSecret
+	keyFromSecret, holdSnaps := op.KeyFromSecret, op.HoldSnapshots
 	op.mu.Unlock()
-	op.snapshots(ctx, failSnaps, keyFromSecret)
+	if !holdSnaps {
+		op.snapshots(ctx, failSnaps, keyFromSecret)
+	}
 	if !holdStaging {
 		op.stagingJobs(ctx, refuse)
 	}

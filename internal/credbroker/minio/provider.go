@@ -110,3 +110,11 @@ func (p *Provider) List(ctx context.Context, group string) ([]credbroker.Identit
 	}
 	return out, nil
 }
+
+// Connect is a credbroker.NewProvider for MinIO through httpClient (nil
+// means http.DefaultClient).
+func Connect(httpClient *http.Client) credbroker.NewProvider {
+	return func(endpoint string, admin credbroker.Key) (credbroker.Provider, error) {
+		return New(endpoint, admin, httpClient)
+	}
+}
