@@ -101,7 +101,8 @@ func TestRotationKeepsInFlightKeyUntilGraceEnds(t *testing.T) {
 	w.clock.SetTime(w.clock.Now().Add(2 * time.Minute))
 	_, err = w.broker.Sweep(w.ctx, w.strategy)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	w.g.Eventually(func() bool { return denied(put(w.ctx, agent, "rotate-a/etcd/after.db")) }).Should(BeTrue(), "the old key outlived its grace")
+	w.g.Eventually(func() bool { return denied(put(w.ctx, agent, "rotate-a/etcd/after.db")) }).
+		WithTimeout(10*time.Second).Should(BeTrue(), "the old key outlived its grace")
 	w.g.Expect(w.identities()).To(HaveLen(1))
 	w.g.Expect(put(w.ctx, s3As(fresh), "rotate-a/etcd/next2.db")).To(Succeed())
 	w.noPlatformKeyInTenants()
@@ -145,7 +146,8 @@ func TestNamespaceAndStrategyDeletionRemoveKeys(t *testing.T) {
 	_, err = r.Reconcile(w.ctx, req)
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(w.identities()).To(HaveLen(1))
-	w.g.Expect(denied(put(w.ctx, s3As(keyA), "remove-a/etcd/x.db"))).To(BeTrue(), "the key of a deleted namespace still works")
+	w.g.Eventually(func() bool { return denied(put(w.ctx, s3As(keyA), "remove-a/etcd/x.db")) }).
+		WithTimeout(10*time.Second).Should(BeTrue(), "the key of a deleted namespace still works")
 
 	w.g.Expect(env.Client.Delete(w.ctx, w.strategy)).To(Succeed())
 	_, err = r.Reconcile(w.ctx, req)
