@@ -87,11 +87,17 @@ $(BIN)/etcd-%/etcdutl: $(TOOLS)/etcd-%/go.mod
 .PHONY: etcd-versions
 etcd-versions: $(BIN)/etcdutl $(ETCD_VERSION_BINS) ## Build etcdutl for bin/etcd and etcd + etcdutl 3.5.x and 3.6.x into bin/etcd-v3.5, bin/etcd-v3.6.
 
+# The MinIO server, a real S3 server that enforces policies, for the
+# credential broker's tests (internal/credbroker). AGPL: built from its own
+# module ($(TOOLS)/minio) as a test tool and never linked into the driver.
+$(BIN)/minio: $(TOOLS)/minio/go.mod $(TOOLS)/minio/tools.go
+	cd $(TOOLS)/minio && go build -o $@ github.com/minio/minio
+
 .PHONY: envtest-bins
 envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager etcd-versions ## Build kube-apiserver, etcd, kube-controller-manager and the etcd versions from source into bin/ (reused when present).
 
 .PHONY: tools
-tools: envtest-bins $(CONTROLLER_GEN) ## Build every tool the build and tests use.
+tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) ## Build every tool the build and tests use.
 
 ##@ Build and test
 
@@ -136,7 +142,7 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 	fi
 
 .PHONY: test
-test: envtest-bins stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
+test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 

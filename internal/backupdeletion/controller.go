@@ -57,6 +57,9 @@ type Reconciler struct {
 	Policy endpointpolicy.Policy
 	// Objects deletes snapshot objects; nil means S3 through Policy.
 	Objects ObjectDeleter
+	// Broker hands out the platform credential for brokered strategies'
+	// objects; nil reads every recorded Secret.
+	Broker DeletionKeys
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch

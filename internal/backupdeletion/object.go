@@ -74,7 +74,7 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 
 	f := v.Facts
 	loc := s3object.Location{Endpoint: f.Endpoint, Bucket: f.Bucket, Key: f.Key, Region: f.Region, ForcePathStyle: f.ForcePathStyle}
-	creds, err := s3object.ReadCredentials(ctx, r.Client, b.Namespace, f.SecretName)
+	creds, err := r.credentials(ctx, b.Namespace, f)
 	if errors.Is(err, s3object.ErrSecretGone) {
 		// Waiting would hold the Backup (and a namespace being deleted)
 		// for a Secret that may never come back.

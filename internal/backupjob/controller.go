@@ -49,6 +49,9 @@ type Reconciler struct {
 	Credentials interface {
 		Observe(strategy, namespace, secret string)
 	}
+	// Broker issues tenant keys for brokered strategies; nil fails their
+	// jobs.
+	Broker CredentialBroker
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch

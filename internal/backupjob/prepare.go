@@ -81,6 +81,9 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	if out != nil {
 		return nil, out, nil
 	}
+	if out := r.brokeredSecret(ctx, &strategy, job.Namespace, &dest); out != nil {
+		return nil, out, nil
+	}
 	if r.Credentials != nil {
 		r.Credentials.Observe(strategy.Name, job.Namespace, dest.CredentialsSecretRef.Name)
 	}

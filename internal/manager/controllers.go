@@ -38,6 +38,7 @@ var controllers = []struct {
 	{"metrics", setupBackupMetrics},
 	{"safetyretention", setupSafetyRetention},
 	{"sharedcreds", setupSharedCredentials},
+	{"credbroker", setupCredentialBroker},
 }
 
 // enabled is the controllers o leaves on; an unknown name is an error.
@@ -77,6 +78,7 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		Claims:      d.claims.LiveStore(),
 		Schema:      d.schema,
 		Credentials: d.creds,
+		Broker:      d.broker,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
@@ -131,6 +133,7 @@ func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 		Recorder:  mgr.GetEventRecorder(EventSource),
 		Keys:      d.keys,
 		Policy:    d.policy,
+		Broker:    d.broker,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

@@ -19,6 +19,7 @@ import (
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
@@ -37,6 +38,7 @@ type deps struct {
 	claims claim.Store
 	schema *servedschema.Schema
 	creds  *sharedcreds.Tracker
+	broker *credbroker.Broker
 }
 
 // New builds a manager for cfg with the driver's scheme, caches, probes and
@@ -110,6 +112,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
 		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
 		creds:  sharedcreds.NewTracker(nil),
+		broker: newBroker(mgr, o, policy),
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)

@@ -15,6 +15,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
 )
@@ -56,6 +57,10 @@ func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) 
 			if err != nil {
 				problems = append(problems, err.Error())
 				continue
+			}
+			if credbroker.Brokered(&strategy) {
+				// The snapshot named the namespace's brokered key Secret.
+				dest.CredentialsSecretRef.Name = credbroker.SecretName(strategy.Name)
 			}
 			rendered = append(rendered, dest)
 		}

@@ -55,6 +55,14 @@ type Operator struct {
 	RefuseStaging func(key string) bool
 	// HoldStaging keeps staging Jobs running.
 	HoldStaging bool
+	// KeyFromSecret makes snapshots go to the destination's endpoint with
+	// the key of the Secret the snapshot names, read when the snapshot
+	// starts, as the operator's Pods do (instead of the s3 client given to
+	// StartOperator).
+	KeyFromSecret bool
+	// HoldSnapshots leaves new EtcdSnapshots alone, for a test to play the
+	// snapshot agent itself.
+	HoldSnapshots bool
 }
 
 // StartOperator runs an Operator for ns until the test ends. s3 is a client
@@ -90,7 +98,12 @@ func (op *Operator) step(ctx context.Context) {
 	op.mu.Lock()
 	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
 	op.mu.Unlock()
-	op.snapshots(ctx, failSnaps, stall)
+	op.mu.Lock()
+	keyFromSecret, holdSnaps := op.KeyFromSecret, op.HoldSnapshots
+	op.mu.Unlock()
+	if !holdSnaps {
+		op.snapshots(ctx, failSnaps, stall, keyFromSecret)
+	}
 	if !holdStaging {
 		op.stagingJobs(ctx, refuse)
 	}
@@ -101,7 +114,7 @@ func (op *Operator) step(ctx context.Context) {
 
 // snapshots completes (or fails) the snapshots nobody has started: a
 // snapshot a test marks Started itself is left running.
-func (op *Operator) snapshots(ctx context.Context, fail, stall bool) {
+func (op *Operator) snapshots(ctx context.Context, fail, stall, keyFromSecret bool) {
 	var snaps etcdv1alpha2.EtcdSnapshotList
 	if op.c.List(ctx, &snaps, client.InNamespace(op.ns)) != nil {
 		return
@@ -126,7 +139,13 @@ func (op *Operator) snapshots(ctx context.Context, fail, stall bool) {
 		dest := s.Spec.Destination.S3
 		key := artifact.ObjectKey(dest.Key, s.Name)
 		data := Snapshot(4, s.Name)
-		if _, err := op.s3.PutObject(ctx, dest.Bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
+		store := op.s3
+		if keyFromSecret {
+			if store = op.agentClient(ctx, dest); store == nil {
+				continue
+			}
+		}
+		if _, err := store.PutObject(ctx, dest.Bucket, key, bytes.NewReader(data), int64(len(data)), minio.PutObjectOptions{}); err != nil {
 			continue
 		}
 		s.Status.Phase = etcdv1alpha2.SnapshotPhaseComplete
@@ -135,6 +154,20 @@ func (op *Operator) snapshots(ctx context.Context, fail, stall bool) {
 			Message: "stored", LastTransitionTime: metav1.Now()}}
 		_ = op.c.Status().Update(ctx, s)
 	}
+}
+
+// agentClient is the S3 client a snapshot agent starts with: the
+// destination's endpoint and the two variables of the Secret it names.
+func (op *Operator) agentClient(ctx context.Context, dest *etcdv1alpha2.S3Destination) *minio.Client {
+	var secret corev1.Secret
+	if op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: dest.CredentialsSecretRef.Name}, &secret) != nil {
+		return nil
+	}
+	c, err := S3Client(dest.Endpoint, string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]))
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
 func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string) bool) {

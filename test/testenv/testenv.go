@@ -93,7 +93,7 @@ func binDir() string { return filepath.Join(RepoRoot(), "bin") }
 func requireBinaries(names ...string) error {
 	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(binDir(), name)); err != nil {
-			return fmt.Errorf("testenv: %s is missing from %s; run `make envtest-bins` (or `make test`, which builds it): %w", name, binDir(), err)
+			return fmt.Errorf("testenv: %s is missing from %s; run `make tools` (or `make test`, which builds it): %w", name, binDir(), err)
 		}
 	}
 	return nil

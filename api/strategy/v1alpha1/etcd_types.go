@@ -26,6 +26,50 @@ type SecretReference struct {
 	Name string `json:"name"`
 }
 
+// CredentialBrokerProvider names the identity API of the S3 service.
+// +kubebuilder:validation:Enum=MinIO
+type CredentialBrokerProvider string
+
+// Credential broker providers.
+const (
+	// CredentialBrokerMinIO issues MinIO service accounts with an inline
+	// policy through MinIO's admin API.
+	CredentialBrokerMinIO CredentialBrokerProvider = "MinIO"
+)
+
+// EtcdCredentialBroker makes the driver issue each tenant namespace its own
+// S3 key, limited to the tenant's prefix, with a platform admin credential
+// that stays in the driver's namespace. See docs/security.md.
+// +kubebuilder:validation:XValidation:rule="self.provider == oldSelf.provider",message="provider is immutable: tenant keys of one provider cannot be found through another"
+type EtcdCredentialBroker struct {
+	// Provider is the S3 service's identity API.
+	Provider CredentialBrokerProvider `json:"provider"`
+	// AdminSecretRef names a Secret in the driver's namespace (never a
+	// tenant's) with AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY of the
+	// platform credential that issues tenant keys and deletes snapshots.
+	AdminSecretRef SecretReference `json:"adminSecretRef"`
+	// AdminEndpoint is the URL of the provider's admin API when it differs
+	// from the destination's endpoint.
+	// +optional
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^/]+/?$`
+	AdminEndpoint string `json:"adminEndpoint,omitempty"`
+	// PrefixRoot is what every tenant prefix starts with: a tenant key may
+	// list, read and write only under <prefixRoot><namespace>/, and the
+	// rendered key must lie there. Empty (the default) or ending with "/".
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == '' || (self.endsWith('/') && !self.startsWith('/'))",message="prefixRoot is empty or ends with / (and does not start with /)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[*?$]')",message="prefixRoot must not contain *, ? or $ (policy wildcards and variables)"
+	PrefixRoot string `json:"prefixRoot,omitempty"`
+	// RotationInterval is how often each tenant key is replaced; the
+	// previous key keeps working for a grace period longer than any backup
+	// or restore, then is deleted. Default 720h (30 days), at least 1h.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1h')",message="rotationInterval is at least 1h"
+	RotationInterval *metav1.Duration `json:"rotationInterval,omitempty"`
+}
+
 // EtcdS3Template describes an S3 destination. Every string is a Go template
 // rendered with .Application (the application object) and .Parameters (the
 // BackupClass parameters).
@@ -64,6 +108,8 @@ type EtcdTemplate struct {
 }
 
 // EtcdSpec is the strategy.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.credentialBroker) || has(self.credentialBroker)",message="credentialBroker cannot be removed: delete the strategy to remove its tenant keys"
+// +kubebuilder:validation:XValidation:rule="!has(self.credentialBroker) || !has(self.template.destination.s3) || (!self.template.destination.s3.bucket.contains('{{') && !self.template.destination.s3.endpoint.contains('{{'))",message="with credentialBroker, bucket and endpoint are literal: one tenant key covers one bucket"
 type EtcdSpec struct {
 	// Template is rendered for each BackupJob.
 	Template EtcdTemplate `json:"template"`
@@ -78,6 +124,11 @@ type EtcdSpec struct {
 	// with the tenant's S3 keys cross the network unencrypted.
 	// +optional
 	AllowHTTPEndpoint bool `json:"allowHTTPEndpoint,omitempty"`
+	// CredentialBroker, when set, gives each tenant namespace its own S3
+	// key issued by the driver; credentialsSecretRef is then ignored and
+	// the EtcdSnapshot names the driver-owned Secret instead.
+	// +optional
+	CredentialBroker *EtcdCredentialBroker `json:"credentialBroker,omitempty"`
 }
 
 // EtcdStatus is the observed state of the strategy.

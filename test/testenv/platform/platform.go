@@ -55,12 +55,27 @@ type Platform struct {
 	S3URL string
 	S3    *minio.Client
 	Creds s3server.Credentials
+	// Broker, when set, makes the strategy broker per-tenant keys with
+	// Creds as the platform credential (kept in the driver's namespace as
+	// AdminSecret); tenants then get no copy of Creds. See NewBrokered.
+	Broker *strategyv1alpha1.EtcdCredentialBroker
 }
+
+// AdminSecret holds the platform credential of a brokered Platform in the
+// driver's namespace.
+const AdminSecret = "platform-s3-admin"
 
 // Create makes the strategy and the class.
 func (p *Platform) Create(ctx context.Context) error {
 	fps := true
 	group := strategyv1alpha1.GroupVersion.Group
+	if p.Broker != nil {
+		admin := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.DriverNamespace, Name: AdminSecret},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": p.Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": p.Creds.SecretAccessKey}}
+		if err := p.Client.Create(ctx, admin); err != nil {
+			return err
+		}
+	}
 	for _, o := range []client.Object{
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: "cozy-default-etcd"},
@@ -69,7 +84,9 @@ func (p *Platform) Create(ctx context.Context) error {
 					Bucket: Bucket, Endpoint: p.S3URL, ForcePathStyle: &fps,
 					Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
 					CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: CredsSecret},
-				}}}},
+				}}},
+				CredentialBroker: p.Broker,
+			},
 		},
 		&backupsv1alpha1.BackupClass{
 			ObjectMeta: metav1.ObjectMeta{Name: ClassName},
@@ -108,6 +125,7 @@ func (p *Platform) NewTenant(t *testing.T, name string) *Tenant {
 	tn.Create(p.TenantObjects(tn.NS)...)
 	g.Expect(testenv.MarkHealthy(tn.Ctx, tn.p.Client, client.ObjectKey{Namespace: tn.NS, Name: "etcd"})).To(Succeed())
 	tn.Op = testenv.StartOperator(t, tn.p.Client, tn.NS, tn.p.S3)
+	tn.Op.Set(func(op *testenv.Operator) { op.KeyFromSecret = p.Broker != nil })
 	return tn
 }
 
@@ -118,10 +136,12 @@ func (p *Platform) NewTenant(t *testing.T, name string) *Tenant {
 func (p *Platform) TenantObjects(ns string) []client.Object {
 	replicas := int32(3)
 	size := resource.MustParse("1Gi")
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CredsSecret},
-			StringData: map[string]string{"AWS_ACCESS_KEY_ID": p.Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": p.Creds.SecretAccessKey}},
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}}
+	if p.Broker == nil {
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: CredsSecret},
+			StringData: map[string]string{"AWS_ACCESS_KEY_ID": p.Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": p.Creds.SecretAccessKey}})
+	}
+	objs = append(objs,
 		&appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}},
 		&etcdv1alpha2.EtcdCluster{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd", Labels: map[string]string{"helm.toolkit.fluxcd.io/name": "etcd"}},
@@ -131,7 +151,7 @@ func (p *Platform) TenantObjects(ns string) []client.Object {
 			Interval: metav1.Duration{Duration: time.Minute},
 			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
 				Chart: "etcd", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "cozystack"}}}}},
-	}
+	)
 	for i := range 3 {
 		objs = append(objs, &corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("data-etcd-%d", i), Labels: map[string]string{"app.kubernetes.io/instance": "etcd"}},
@@ -277,6 +297,23 @@ func (tn *Tenant) HelmRelease() *helmv2.HelmRelease {
 	hr := &helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "etcd"}}
 	tn.Get(hr)
 	return hr
+}
+
+// NewBrokered returns a Platform on a real MinIO server whose strategy
+// brokers per-tenant keys, with the server's root as the platform
+// credential (not yet created: see Create and Start).
+func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
+	creds := s3server.Credentials{AccessKeyID: m.RootUser, SecretAccessKey: m.RootPassword}
+	s3c, err := testenv.S3Client(m.Endpoint, creds.AccessKeyID, creds.SecretAccessKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := s3c.MakeBucket(context.Background(), Bucket, minio.MakeBucketOptions{}); err != nil {
+		return nil, err
+	}
+	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, Broker: &strategyv1alpha1.EtcdCredentialBroker{
+		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: AdminSecret},
+	}}, nil
 }
 
 // DefaultCreds are the platform's S3 keys, copied into every tenant.

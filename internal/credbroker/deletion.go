@@ -1,0 +1,34 @@
+package credbroker
+
+import (
+	"context"
+	"fmt"
+
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+)
+
+// DeletionKey returns the platform credential that deletes an object a
+// driver-recorded Backup of namespace names, when the Secret it recorded is
+// a brokered strategy's: tenant keys cannot delete. brokered is false when
+// no brokered strategy owns secretName (the recorded Secret is then read as
+// before). The object must lie in the namespace's own prefix of that
+// strategy's bucket, whatever the Backup says.
+func (b *Broker) DeletionKey(ctx context.Context, namespace, secretName, bucket, key string) (creds s3object.Credentials, brokered bool, err error) {
+	var strategies strategyv1alpha1.EtcdList
+	if err := b.Client.List(ctx, &strategies); err != nil {
+		return s3object.Credentials{}, false, fmt.Errorf("list Etcd strategies: %w", err)
+	}
+	for i := range strategies.Items {
+		s := &strategies.Items[i]
+		if !Brokered(s) || SecretName(s.Name) != secretName {
+			continue
+		}
+		if scope := ScopeOf(s, namespace); !scope.Within(bucket, key) {
+			return s3object.Credentials{}, true, fmt.Errorf("%w: %s/%s is not under %s", ErrOutOfScope, bucket, key, scope)
+		}
+		creds, err := b.AdminKey(ctx, s)
+		return creds, true, err
+	}
+	return s3object.Credentials{}, false, nil
+}

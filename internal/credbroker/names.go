@@ -1,0 +1,93 @@
+package credbroker
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"time"
+
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+)
+
+// Names, labels and defaults of brokered credentials.
+const (
+	// SecretPrefix starts the name of every driver-owned tenant Secret:
+	// SecretPrefix + the strategy name (or its hash when that is too long).
+	SecretPrefix = "etcd-backup-broker-"
+	// StrategyLabel on a tenant Secret is the hash of the strategy that
+	// brokered it (Group without its "ebd-" prefix and trailing "-").
+	StrategyLabel = "etcd-backup-driver.cozystack.io/credential-broker"
+	// IssuedAnnotation is when the Secret's key was issued (RFC 3339).
+	IssuedAnnotation = "etcd-backup-driver.cozystack.io/key-issued-at"
+	// ScopeAnnotation is the bucket and prefix the Secret's key reaches.
+	ScopeAnnotation = "etcd-backup-driver.cozystack.io/key-scope"
+	// DefaultRotationInterval is how often a tenant key is replaced when
+	// the strategy does not say.
+	DefaultRotationInterval = 30 * 24 * time.Hour
+)
+
+// Brokered reports whether strategy issues tenant keys.
+func Brokered(strategy *strategyv1alpha1.Etcd) bool {
+	return strategy != nil && strategy.Spec.CredentialBroker != nil
+}
+
+func hash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])[:n]
+}
+
+// SecretName is the driver-owned Secret that holds a tenant's key of
+// strategy in every tenant namespace.
+func SecretName(strategy string) string {
+	if name := SecretPrefix + strategy; len(name) <= 253 {
+		return name
+	}
+	return SecretPrefix + hash(strategy, 16)
+}
+
+// strategyHash identifies a strategy in provider names and labels.
+func strategyHash(strategy string) string { return hash("strategy/"+strategy, 8) }
+
+// Group is the provider group of strategy's identities.
+func Group(strategy string) string { return "ebd-" + strategyHash(strategy) + "-" }
+
+// OwnerOf is the owner of strategy's identity in namespace: 23 characters,
+// within MinIO's 32 for a service account name.
+func OwnerOf(strategy, namespace string) Owner {
+	return Owner{Name: Group(strategy) + hash("namespace/"+namespace, 10), Group: Group(strategy), Namespace: namespace}
+}
+
+// ScopeOf is what strategy's key in namespace reaches.
+func ScopeOf(strategy *strategyv1alpha1.Etcd, namespace string) Scope {
+	s := Scope{Prefix: strategy.Spec.CredentialBroker.PrefixRoot + namespace + "/"}
+	if d := strategy.Spec.Template.Destination.S3; d != nil {
+		s.Bucket = d.Bucket
+	}
+	return s
+}
+
+// Within reports whether an object key lies in the scope.
+func (s Scope) Within(bucket, key string) bool {
+	return bucket == s.Bucket && strings.HasPrefix(key, s.Prefix)
+}
+
+func (s Scope) String() string { return s.Bucket + "/" + s.Prefix }
+
+// rotationInterval is the strategy's, or the default.
+func rotationInterval(strategy *strategyv1alpha1.Etcd) time.Duration {
+	if d := strategy.Spec.CredentialBroker.RotationInterval; d != nil && d.Duration >= time.Hour {
+		return d.Duration
+	}
+	return DefaultRotationInterval
+}
+
+// adminEndpoint is where the provider's admin API is.
+func adminEndpoint(strategy *strategyv1alpha1.Etcd) string {
+	if e := strategy.Spec.CredentialBroker.AdminEndpoint; e != "" {
+		return e
+	}
+	if d := strategy.Spec.Template.Destination.S3; d != nil {
+		return d.Endpoint
+	}
+	return ""
+}
