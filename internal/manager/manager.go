@@ -20,6 +20,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/eventrecorder"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -35,6 +36,9 @@ type deps struct {
 	policy endpointpolicy.Policy
 	claims claim.Store
 	schema *servedschema.Schema
+	// events writes the controllers' Events, keeping none of them once
+	// written (client-go's broadcaster keeps each for minutes).
+	events *eventrecorder.Recorder
 }
 
 // New builds a manager for cfg with the driver's scheme, caches, probes and
@@ -106,6 +110,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		policy: policy,
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
 		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
+		events: eventrecorder.New(mgr.GetClient(), mgr.GetScheme(), EventSource),
+	}
+	if err := mgr.Add(d.events); err != nil {
+		return nil, fmt.Errorf("add event recorder: %w", err)
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)
