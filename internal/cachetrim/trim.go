@@ -42,9 +42,9 @@ var trimmedAnnotations = map[string]string{TrimmedAnnotation: ""}
 // reads managed fields.
 func stripManagedFields(o metav1.Object) { o.SetManagedFields(nil) }
 
-// Default drops managed fields from every object (cache.Options'
+// Plain drops managed fields from every object (cache.Options'
 // DefaultTransform; a kind with its own transform does it there).
-var Default toolscache.TransformFunc = func(in any) (any, error) {
+var Plain toolscache.TransformFunc = func(in any) (any, error) {
 	if o, ok := in.(metav1.Object); ok {
 		stripManagedFields(o)
 	}
@@ -60,7 +60,7 @@ var Default toolscache.TransformFunc = func(in any) (any, error) {
 var Snapshot toolscache.TransformFunc = func(in any) (any, error) {
 	s, ok := in.(*etcdv1alpha2.EtcdSnapshot)
 	if !ok {
-		return Default(in)
+		return Plain(in)
 	}
 	stripManagedFields(s)
 	ref := metav1.GetControllerOf(s)
@@ -80,7 +80,7 @@ var Snapshot toolscache.TransformFunc = func(in any) (any, error) {
 var BackupJob toolscache.TransformFunc = func(in any) (any, error) {
 	j, ok := in.(*backupsv1alpha1.BackupJob)
 	if !ok {
-		return Default(in)
+		return Plain(in)
 	}
 	stripManagedFields(j)
 	if !j.Status.Phase.IsTerminal() {
@@ -98,7 +98,7 @@ var BackupJob toolscache.TransformFunc = func(in any) (any, error) {
 var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
 	hr, ok := in.(*helmv2.HelmRelease)
 	if !ok {
-		return Default(in)
+		return Plain(in)
 	}
 	stripManagedFields(hr)
 	markTrimmed(hr)

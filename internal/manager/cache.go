@@ -24,7 +24,7 @@ import (
 // and HelmRelease name, staging Jobs, and trimmed history.
 func cacheOptions(ns string) cache.Options {
 	return cache.Options{
-		DefaultTransform: cachetrim.Default,
+		DefaultTransform: cachetrim.Plain,
 		ByObject:         byObject(ns),
 	}
 }
