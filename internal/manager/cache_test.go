@@ -29,6 +29,8 @@ func TestOneInformerPerKindAndTrimmedHistory(t *testing.T) {
 
 	o := DefaultOptions()
 	o.ProbeAddr, o.MetricsAddr = "0", "0"
+	// Other tests of the package build managers in this process too.
+	o.SkipControllerNameValidation = true
 	mgr, err := New(env.Config, o)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
