@@ -14,6 +14,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cachetrim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
 
@@ -34,6 +35,12 @@ func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.Backu
 	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
+	}
+	if err == nil && cachetrim.Trimmed(&snap) {
+		// Handed to its Backup, so history in the cache: the job did
+		// not record its end yet (it crashed in between), and recording
+		// it needs the whole snapshot.
+		err = r.APIReader.Get(ctx, client.ObjectKeyFromObject(&snap), &snap)
 	}
 	if err != nil {
 		o := retry(err)

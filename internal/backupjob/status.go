@@ -98,7 +98,8 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 // that has already happened.
 const conflictRetry = 100 * time.Millisecond
 
-// transitioned emits the Event, log line and metrics of a status change.
+// transitioned logs a status change and, when the job ends, emits its
+// Event and metrics.
 func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.BackupJob, prev *backupsv1alpha1.BackupJobStatus, o outcome) {
 	prevReason := ""
 	if c := meta.FindStatusCondition(prev.Conditions, backupsv1alpha1.ConditionReady); c != nil {
@@ -107,16 +108,16 @@ func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.Back
 	if prevReason == o.reason && prev.Phase == o.phase {
 		return // same state, refreshed message
 	}
+	log.FromContext(ctx).Info("BackupJob transition", "phase", o.phase, "reason", o.reason, "message", o.message)
+	if !o.terminal() {
+		// The Ready condition tells each step; the Event tells the end.
+		return
+	}
 	eventType := corev1.EventTypeNormal
 	if o.phase == backupsv1alpha1.BackupJobPhaseFailed {
 		eventType = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(job, nil, eventType, o.reason, string(o.phase), "%s", textlimit.Note(o.message))
-	log.FromContext(ctx).Info("BackupJob transition", "phase", o.phase, "reason", o.reason, "message", o.message)
-
-	if !o.terminal() {
-		return
-	}
 	result := "failed"
 	if o.phase == backupsv1alpha1.BackupJobPhaseSucceeded {
 		result = "succeeded"

@@ -7,6 +7,8 @@
 package freshness
 
 import (
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -178,7 +180,7 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		if !decided {
 			continue // asked again next scrape
 		}
-		key := appKey{b.Namespace, b.Spec.ApplicationRef.Name}
+		key := appKey{b.Namespace, applicationLabel(b.Spec.ApplicationRef.Name)}
 		st := c.apps[key]
 		switch {
 		case v.ok:
@@ -202,6 +204,7 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 			delete(c.verdicts, uid)
 		}
 	}
+	foldApplications(c.apps)
 	for k, st := range c.apps {
 		if st.verified > 0 {
 			ch <- prometheus.MustNewConstMetric(descLastSuccess, prometheus.GaugeValue, unixSeconds(st.newest), k.namespace, k.application)
@@ -232,16 +235,21 @@ func (c *Collector) verdict(b *backupsv1alpha1.Backup) (v verdict, decided bool)
 }
 
 func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {
-	for _, obj := range c.o.Plans.List() {
+	perNamespace := map[string]int{}
+	plans := c.o.Plans.List()
+	// Name order, so that the Plans past the bound are always the same.
+	slices.SortFunc(plans, func(a, b any) int { return strings.Compare(planName(a), planName(b)) })
+	for _, obj := range plans {
 		p, ok := obj.(*backupsv1alpha1.Plan)
 		if !ok || p.DeletionTimestamp != nil || p.Spec.Suspend || !isEtcdApplication(p.Spec.ApplicationRef) {
 			continue
 		}
 		interval, ok := c.interval(p.Spec.Schedule, plan.HashKey(p.Namespace, p.Name), now)
-		if !ok {
+		if !ok || perNamespace[p.Namespace] >= MaxSeriesPerNamespace {
 			continue
 		}
-		app := p.Spec.ApplicationRef.Name
+		perNamespace[p.Namespace]++
+		app := applicationLabel(p.Spec.ApplicationRef.Name)
 		ch <- prometheus.MustNewConstMetric(descPlanInterval, prometheus.GaugeValue, interval.Seconds(), p.Namespace, p.Name, app)
 		ch <- prometheus.MustNewConstMetric(descPlanCreated, prometheus.GaugeValue, unixSeconds(p.CreationTimestamp.Time), p.Namespace, p.Name, app)
 	}
@@ -271,6 +279,13 @@ func (c *Collector) interval(s backupsv1alpha1.PlanSchedule, hashKey string, now
 	v.seen = c.scrape
 	c.intervals[key] = v
 	return v.interval, v.valid
+}
+
+func planName(obj any) string {
+	if p, ok := obj.(*backupsv1alpha1.Plan); ok {
+		return p.Namespace + "/" + p.Name
+	}
+	return ""
 }
 
 func isEtcdApplication(ref backupsv1alpha1.TypedLocalObjectReference) bool {

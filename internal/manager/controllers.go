@@ -69,7 +69,7 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 	r := &backupjob.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Recorder:  d.events,
 		Deadline:  o.BackupDeadline,
 		Keys:      d.keys,
 		Policy:    d.policy,
@@ -88,7 +88,7 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		Client:     o.client(mgr),
 		Reader:     mgr.GetClient(),
 		LiveReader: mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(EventSource),
+		Recorder:   d.events,
 		Deadline:   o.RestoreDeadline,
 		Namespace:  o.Namespace,
 		Claims:     d.claims,
@@ -118,7 +118,7 @@ func setupPlans(mgr ctrl.Manager, o Options, d deps) error {
 	r := &plan.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Recorder:  d.events,
 		Clock:     clk,
 		Keys:      d.keys,
 		Schema:    d.schema,
@@ -130,7 +130,7 @@ func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {
 	r := &backupdeletion.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Recorder:  d.events,
 		Keys:      d.keys,
 		Policy:    d.policy,
 		Broker:    d.broker,
@@ -147,7 +147,7 @@ func setupSharedCredentials(mgr ctrl.Manager, o Options, d deps) error {
 	r := &sharedcreds.Reconciler{
 		Client:         o.client(mgr),
 		APIReader:      mgr.GetAPIReader(),
-		Recorder:       mgr.GetEventRecorder(EventSource),
+		Recorder:       d.events,
 		Tracker:        d.creds,
 		ResyncInterval: o.SharedCredentialsResync,
 	}

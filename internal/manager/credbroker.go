@@ -37,6 +37,6 @@ func newBroker(mgr ctrl.Manager, o Options, policy endpointpolicy.Policy) *credb
 }
 
 func setupCredentialBroker(mgr ctrl.Manager, o Options, d deps) error {
-	r := &credbroker.Reconciler{Client: o.client(mgr), Broker: d.broker, Recorder: mgr.GetEventRecorder(EventSource)}
+	r := &credbroker.Reconciler{Client: o.client(mgr), Broker: d.broker, Recorder: d.events}
 	return r.SetupWithManager(mgr)
 }

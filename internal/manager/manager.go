@@ -3,26 +3,20 @@ package manager
 import (
 	"fmt"
 
-	helmv2 "github.com/fluxcd/helm-controller/api/v2"
-	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/eventrecorder"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/informerguard"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
@@ -39,6 +33,9 @@ type deps struct {
 	schema *servedschema.Schema
 	creds  *sharedcreds.Tracker
 	broker *credbroker.Broker
+	// events writes the controllers' Events, keeping none of them once
+	// written (client-go's broadcaster keeps each for minutes).
+	events *eventrecorder.Recorder
 }
 
 // New builds a manager for cfg with the driver's scheme, caches, probes and
@@ -64,8 +61,6 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.KubeAPIBurst != 0 {
 		cfg.Burst = o.KubeAPIBurst
 	}
-	own := map[string]cache.Config{o.Namespace: {}}
-	byName := fields.OneTermEqualSelector("metadata.name", restore.ClusterName)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  driverscheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -78,22 +73,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
-		// Each cache holds only what the driver may read (RBAC grants no
-		// more): restore claims and captures in the driver's namespace,
-		// member PVCs, and the one EtcdCluster and HelmRelease name.
-		Cache: cache.Options{
-			// The driver never reads managed fields; the cache need
-			// not hold them for every object.
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject: map[client.Object]cache.ByObject{
-				&coordinationv1.Lease{}: {Namespaces: own,
-					Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-				&corev1.ConfigMap{}:             {Namespaces: own, Label: labels.SelectorFromSet(restore.CaptureLabels())},
-				&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
-				&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
-				&helmv2.HelmRelease{}:           {Field: byName},
-				&batchv1.Job{}:                  {Label: restore.StagingJobSelector()},
-			}},
+		Cache:                         cacheOptions(o.Namespace),
+		// One informer per kind: a read in another form (typed,
+		// metadata only) than the kind is cached in is refused.
+		NewCache: informerguard.New,
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never
 			// holds every Secret of the cluster in memory or needs
@@ -104,15 +87,20 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
+	events := eventrecorder.New(mgr.GetClient(), mgr.GetScheme(), EventSource)
 	d := deps{
 		keys: &provenance.Keyring{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 			Namespace: o.Namespace, Name: o.ProvenanceSecret, Refresh: o.ProvenanceRefresh,
-			Recorder: mgr.GetEventRecorder(EventSource)},
+			Recorder: events},
 		policy: policy,
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
 		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
 		creds:  sharedcreds.NewTracker(nil),
 		broker: newBroker(mgr, o, policy),
+		events: events,
+	}
+	if err := mgr.Add(d.events); err != nil {
+		return nil, fmt.Errorf("add event recorder: %w", err)
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)

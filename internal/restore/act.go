@@ -58,7 +58,7 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	case d.state == stateFinish:
 		recordFinish(o.job)
 		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)
-	case d.reason != "" && readyReason(o.job) != prevReason:
+	case d.reason != "" && readyReason(o.job) != prevReason && milestones[backupsv1alpha1.RestoreReason(readyReason(o.job))]:
 		r.event(o, backupsv1alpha1.RestoreReason(readyReason(o.job)), o.job.Status.Message,
 			d.reason == backupsv1alpha1.ReasonReplacingRecreatedCluster)
 	}
@@ -398,6 +398,24 @@ func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation
 		return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
 	}
 	return nil
+}
+
+// milestones are the steps of a restore that get an Event besides its
+// end: what `kubectl describe` must tell (a safety Backup now exists, the
+// cluster is being deleted, the restore rolls back, the revision could not
+// be raised). Every other step is in the Ready condition only, so a
+// restore writes a few Events, not one per step.
+var milestones = map[backupsv1alpha1.RestoreReason]bool{
+	backupsv1alpha1.ReasonSafetyBackupRecorded:      true,
+	backupsv1alpha1.ReasonSafetySnapshotSkipped:     true,
+	backupsv1alpha1.ReasonPurgingCluster:            true,
+	backupsv1alpha1.ReasonRollingBack:               true,
+	backupsv1alpha1.ReasonHandingBack:               true,
+	backupsv1alpha1.ReasonFenceDisabled:             true,
+	backupsv1alpha1.ReasonControlPlanesNotRestarted: true,
+	backupsv1alpha1.ReasonRevisionBumpedBlind:       true,
+	backupsv1alpha1.ReasonRevisionNotRaised:         true,
+	backupsv1alpha1.ReasonReplacingRecreatedCluster: true,
 }
 
 // event records a transition on the job; Warning when it is bad news.

@@ -93,7 +93,10 @@ func TestHappyPath(t *testing.T) {
 	g.Expect(testutil.ToFloat64(restoresTotal.WithLabelValues("succeeded", string(backupsv1alpha1.ReasonRestoreCompleted)))).
 		To(Equal(before + 1))
 	g.Eventually(func() []string { return eventReasons(ns) }).WithTimeout(10 * time.Second).
-		Should(ContainElements(string(backupsv1alpha1.ReasonRestoreCompleted), string(backupsv1alpha1.ReasonSafetySnapshotRunning)))
+		Should(ContainElements(string(backupsv1alpha1.ReasonRestoreCompleted), string(backupsv1alpha1.ReasonSafetyBackupRecorded),
+			string(backupsv1alpha1.ReasonPurgingCluster)))
+	// The milestones only: each other step is in the Ready condition.
+	g.Expect(eventReasons(ns)).NotTo(ContainElement(string(backupsv1alpha1.ReasonSafetySnapshotRunning)))
 	g.Expect(writes.of(ns)).To(ContainElement("create EtcdCluster with bootstrap"))
 	g.Expect(countOf(writes.of(ns), "create EtcdCluster with bootstrap")).To(Equal(1))
 }

@@ -81,11 +81,12 @@ func BenchmarkBackups(b *testing.B) {
 	if err := fast.List(context.Background(), &jobList); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("%d Backups, as many EtcdSnapshots and %d BackupJobs cached: RSS %.0f MiB (peak %.0f MiB), live heap %.0f MiB, driver %.1f CPU-s in all",
-		len(list.Items), len(jobList.Items), mib(end.rss), mib(end.hwm), mib(live), end.cpu.Seconds())
+	b.Logf("%d Backups, as many EtcdSnapshots and %d BackupJobs cached: RSS %.0f MiB (RssAnon %.0f MiB, peak %.0f MiB), live heap %.0f MiB, driver %.1f CPU-s in all",
+		len(list.Items), len(jobList.Items), mib(end.rss), mib(end.anon), mib(end.hwm), mib(live), end.cpu.Seconds())
 	b.ReportMetric(mib(live), "live-heap-MiB")
 	b.ReportMetric(float64(len(list.Items)), "backups-cached")
 	b.ReportMetric(mib(end.rss), "RSS-MiB")
+	b.ReportMetric(mib(end.anon), "RssAnon-MiB")
 	b.ReportMetric(mib(end.hwm), "peak-RSS-MiB")
 }
 

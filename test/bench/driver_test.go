@@ -30,6 +30,7 @@ type driver struct {
 type usage struct {
 	cpu      time.Duration // user + system
 	rss, hwm int64         // resident set now and at its peak, bytes
+	anon     int64         // its anonymous part (RssAnon: the Go heap and stacks, not the mapped binary)
 	requests float64       // API requests sent (rest_client_requests_total)
 	byMethod map[string]float64
 	heap     int64 // Go heap allocated (live, right after a collection)
@@ -138,6 +139,8 @@ func (d *driver) usage(b *testing.B) usage {
 			u.rss = kb << 10
 		case "VmHWM":
 			u.hwm = kb << 10
+		case "RssAnon":
+			u.anon = kb << 10
 		}
 	}
 	return u

@@ -1,0 +1,108 @@
+// Package cachetrim holds the cache transforms that keep, of each object
+// the driver watches at scale, only what the driver reads from its cache.
+// At 10,000 tenants' worth of history the caches are most of the driver's
+// memory; what is dropped here is read live by the few paths that need it.
+//
+// A trimmed object carries the TrimmedAnnotation in its cached copy only
+// (the API server's object is untouched), so a reader can tell a trimmed
+// copy from the real thing and read the object live instead.
+package cachetrim
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+)
+
+// TrimmedAnnotation marks a cached copy that lacks fields of the object.
+const TrimmedAnnotation = "etcd-backup-driver.cozystack.io/cache-trimmed"
+
+// Trimmed reports whether o is a trimmed cached copy: read it live to see
+// all of it.
+func Trimmed(o metav1.Object) bool {
+	_, ok := o.GetAnnotations()[TrimmedAnnotation]
+	return ok
+}
+
+// markTrimmed replaces o's annotations by the marker: no reader of a
+// trimmed object reads its annotations from the cache.
+func markTrimmed(o metav1.Object) {
+	o.SetAnnotations(trimmedAnnotations)
+}
+
+// trimmedAnnotations is one map shared by every trimmed copy (a map each
+// was a tenth of the heap): cached objects are never written to, and a
+// client's Get or List hands out deep copies.
+var trimmedAnnotations = map[string]string{TrimmedAnnotation: ""}
+
+// stripManagedFields is what every transform does first: the driver never
+// reads managed fields.
+func stripManagedFields(o metav1.Object) { o.SetManagedFields(nil) }
+
+// Plain drops managed fields from every object (cache.Options'
+// DefaultTransform; a kind with its own transform does it there).
+var Plain toolscache.TransformFunc = func(in any) (any, error) {
+	if o, ok := in.(metav1.Object); ok {
+		stripManagedFields(o)
+	}
+	return in, nil
+}
+
+// Snapshot keeps only the metadata and phase of an EtcdSnapshot that is
+// history: Complete and handed to its Backup. Only a BackupJob that did
+// not record its end yet (a crash between the hand-over and its status
+// write) reads such a snapshot whole, and it reads it live. A restore's
+// safety snapshot (RestoreJobUIDLabel) is kept whole: the restore checks its
+// destination while it runs.
+var Snapshot toolscache.TransformFunc = func(in any) (any, error) {
+	s, ok := in.(*etcdv1alpha2.EtcdSnapshot)
+	if !ok {
+		return Plain(in)
+	}
+	stripManagedFields(s)
+	ref := metav1.GetControllerOf(s)
+	_, safety := s.Labels[backupsv1alpha1.RestoreJobUIDLabel]
+	if s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete || ref == nil || ref.Kind != "Backup" || safety {
+		return s, nil
+	}
+	markTrimmed(s)
+	s.Spec = etcdv1alpha2.EtcdSnapshotSpec{}
+	s.Status = etcdv1alpha2.EtcdSnapshotStatus{Phase: s.Status.Phase}
+	return s, nil
+}
+
+// BackupJob drops the message and conditions of a finished BackupJob: its
+// controller only releases it, and Plans read its phase and times. `kubectl
+// describe` and the plugin read the API server, not this cache.
+var BackupJob toolscache.TransformFunc = func(in any) (any, error) {
+	j, ok := in.(*backupsv1alpha1.BackupJob)
+	if !ok {
+		return Plain(in)
+	}
+	stripManagedFields(j)
+	if !j.Status.Phase.IsTerminal() {
+		return j, nil
+	}
+	markTrimmed(j)
+	j.Status.Message, j.Status.Conditions = "", nil
+	return j, nil
+}
+
+// HelmRelease keeps what a restore reads of an application's HelmRelease
+// from the cache: its metadata, spec.suspend and readiness. Values, chart
+// and history (often the bulk of the object) are never read; the restore
+// captures the release from a live read.
+var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
+	hr, ok := in.(*helmv2.HelmRelease)
+	if !ok {
+		return Plain(in)
+	}
+	stripManagedFields(hr)
+	markTrimmed(hr)
+	hr.Spec = helmv2.HelmReleaseSpec{Suspend: hr.Spec.Suspend}
+	hr.Status = helmv2.HelmReleaseStatus{ObservedGeneration: hr.Status.ObservedGeneration, Conditions: hr.Status.Conditions}
+	return hr, nil
+}

@@ -1,0 +1,87 @@
+package cachetrim
+
+import (
+	"testing"
+
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+)
+
+func snapshot(phase etcdv1alpha2.SnapshotPhase, ownerKind string, labels map[string]string) *etcdv1alpha2.EtcdSnapshot {
+	yes := true
+	return &etcdv1alpha2.EtcdSnapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: labels, Annotations: map[string]string{"params": "{}"},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "m"}},
+			OwnerReferences: []metav1.OwnerReference{{Kind: ownerKind, Name: "o", UID: "u", Controller: &yes}}},
+		Spec: etcdv1alpha2.EtcdSnapshotSpec{Destination: etcdv1alpha2.SnapshotLocation{S3: &etcdv1alpha2.S3Destination{Bucket: "b"}}},
+		Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: phase,
+			Artifact: &etcdv1alpha2.SnapshotArtifact{URI: "s3://b/k"}},
+	}
+}
+
+// Only history is trimmed: what a running job or restore reads from the
+// cache stays whole.
+func TestSnapshotTrimsOnlyHistory(t *testing.T) {
+	for name, tc := range map[string]struct {
+		in      *etcdv1alpha2.EtcdSnapshot
+		trimmed bool
+	}{
+		"complete, handed to its Backup": {snapshot(etcdv1alpha2.SnapshotPhaseComplete, "Backup", nil), true},
+		"complete, still its job's":      {snapshot(etcdv1alpha2.SnapshotPhaseComplete, "BackupJob", nil), false},
+		"running":                        {snapshot(etcdv1alpha2.SnapshotPhaseStarted, "Backup", nil), false},
+		"a restore's safety snapshot": {snapshot(etcdv1alpha2.SnapshotPhaseComplete, "Backup",
+			map[string]string{backupsv1alpha1.RestoreJobUIDLabel: "r"}), false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			out, err := Snapshot(tc.in)
+			g.Expect(err).NotTo(HaveOccurred())
+			s := out.(*etcdv1alpha2.EtcdSnapshot)
+			g.Expect(s.ManagedFields).To(BeNil())
+			g.Expect(Trimmed(s)).To(Equal(tc.trimmed))
+			g.Expect(s.Status.Artifact == nil).To(Equal(tc.trimmed))
+			g.Expect(s.Spec.Destination.S3 == nil).To(Equal(tc.trimmed))
+			g.Expect(s.OwnerReferences).To(HaveLen(1))
+			g.Expect(s.Status.Phase).To(Equal(tc.in.Status.Phase))
+		})
+	}
+}
+
+func TestBackupJobTrimsOnlyFinishedJobs(t *testing.T) {
+	g := NewWithT(t)
+	job := func(phase backupsv1alpha1.BackupJobPhase) *backupsv1alpha1.BackupJob {
+		return &backupsv1alpha1.BackupJob{Status: backupsv1alpha1.BackupJobStatus{Phase: phase, Message: "m",
+			Conditions: []metav1.Condition{{Type: "Ready"}}, BackupRef: &backupsv1alpha1.LocalObjectReference{Name: "b"}}}
+	}
+	out, _ := BackupJob(job(backupsv1alpha1.BackupJobPhaseRunning))
+	g.Expect(Trimmed(out.(*backupsv1alpha1.BackupJob))).To(BeFalse())
+	g.Expect(out.(*backupsv1alpha1.BackupJob).Status.Conditions).To(HaveLen(1))
+	out, _ = BackupJob(job(backupsv1alpha1.BackupJobPhaseSucceeded))
+	j := out.(*backupsv1alpha1.BackupJob)
+	g.Expect(Trimmed(j)).To(BeTrue())
+	g.Expect(j.Status.Conditions).To(BeEmpty())
+	g.Expect(j.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded))
+	g.Expect(j.Status.BackupRef).NotTo(BeNil())
+}
+
+func TestHelmReleaseKeepsSuspendAndReadiness(t *testing.T) {
+	g := NewWithT(t)
+	hr := &helmv2.HelmRelease{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd", Generation: 3},
+		Spec:       helmv2.HelmReleaseSpec{Suspend: true, ReleaseName: "etcd"},
+		Status: helmv2.HelmReleaseStatus{ObservedGeneration: 3, LastAttemptedRevision: "1.2.3",
+			Conditions: []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue}}},
+	}
+	out, _ := HelmRelease(hr)
+	got := out.(*helmv2.HelmRelease)
+	g.Expect(Trimmed(got)).To(BeTrue())
+	g.Expect(got.Spec.Suspend).To(BeTrue())
+	g.Expect(got.Spec.ReleaseName).To(BeEmpty())
+	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(3)))
+	g.Expect(got.Status.Conditions).To(HaveLen(1))
+	g.Expect(got.Status.LastAttemptedRevision).To(BeEmpty())
+}
