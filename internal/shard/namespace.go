@@ -7,15 +7,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// hexDigits maps a lowercase hex digit to its value by its position; the
-// admission policy's CEL uses the same string, as CEL cannot parse hex.
-const hexDigits = "0123456789abcdef"
+// nameAlphabet gives each character of a namespace name (a DNS label) its
+// value, by its place; the admission policy's CEL uses the same string.
+const nameAlphabet = "-0123456789abcdefghijklmnopqrstuvwxyz"
 
 // Of is the shard of namespace ns among count shards: the namespace's own
-// Label when it is a number below count, else the first two hex digits of
-// its UID (random in a version 4 UUID, 256 values: shards differ in size
-// by at most one in 256/count) modulo count. The chart's admission policy
-// (charts/etcd-backup-driver/templates/sharding.yaml) must compute the same.
+// Label when it is a number below count, else the sum of the values of its
+// name's characters (nameAlphabet) modulo count. Admission CEL has no hash
+// function and cannot read a namespace's UID (it declares metadata.UID,
+// the object holds metadata.uid), so the name, which never changes, is the
+// input: consecutive names (tenant-1, tenant-2...) go round the shards, but
+// names that are anagrams of each other share one; pin a namespace with
+// its Label to move it. The chart's admission policy
+// (charts/etcd-backup-driver/templates/sharding.yaml) computes the same.
 func Of(ns metav1.Object, count int) int {
 	if count <= 1 {
 		return 0
@@ -25,13 +29,12 @@ func Of(ns metav1.Object, count int) int {
 			return n
 		}
 	}
-	uid := strings.ToLower(string(ns.GetUID()))
-	if len(uid) < 2 {
+	sum := 0
+	for _, c := range ns.GetName() {
+		sum += strings.IndexRune(nameAlphabet, c)
+	}
+	if sum < 0 {
 		return 0
 	}
-	hi, lo := strings.IndexByte(hexDigits, uid[0]), strings.IndexByte(hexDigits, uid[1])
-	if hi < 0 || lo < 0 {
-		return 0
-	}
-	return (hi*16 + lo) % count
+	return sum % count
 }

@@ -5,7 +5,7 @@
 // number, and each shard is its own Deployment with its own leader election.
 //
 // A namespace's shard is a pure function of the Namespace (Of): its own
-// Label when that names a shard, else the first two hex digits of its UID
+// Label when that names a shard, else the sum of its name's characters
 // modulo the shard count. The chart's MutatingAdmissionPolicy computes the
 // same function in CEL and stamps tenant-created objects with it; the driver
 // stamps what it creates (Stamping) and moves objects whose label is missing
@@ -23,7 +23,7 @@ import (
 
 // Label is the shard label: on tenant objects, the number of the shard
 // that reconciles them; on a Namespace, set by an admin, the shard its
-// objects go to (overriding the UID's).
+// objects go to (overriding its name's).
 const Label = "sharding.etcd-backup-driver.io/shard"
 
 // Shard is one replica set's share: Index of Count shards. The zero value
