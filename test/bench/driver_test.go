@@ -49,10 +49,14 @@ func perOp(u0, u usage, n int) string {
 // startDriver runs bin/manager (built by `make bench`) as the chart does,
 // with only loopback S3 allowed, until b ends. BENCH_DRIVER_ARGS adds flags and
 // BENCH_DRIVER_ENV (KEY=VALUE ...) environment variables;
-// BENCH_MANAGER_LOG keeps its log at that path.
-func startDriver(b *testing.B) *driver {
+// BENCH_MANAGER_LOG keeps its log at that path. extra are further flags
+// (a shard's).
+func startDriver(b *testing.B, extra ...string) *driver {
 	b.Helper()
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "manager")
+	if p := os.Getenv("BENCH_MANAGER_BIN"); p != "" {
+		bin = p // a manager built elsewhere (bin/ may be shared)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%s is missing: run `make bench` (it builds the manager first)", bin)
 	}
@@ -70,7 +74,7 @@ func startDriver(b *testing.B) *driver {
 		"--health-probe-bind-address=0",
 		"--zap-log-level=error",
 	}
-	args = append(args, strings.Fields(os.Getenv("BENCH_DRIVER_ARGS"))...)
+	args = append(append(args, extra...), strings.Fields(os.Getenv("BENCH_DRIVER_ARGS"))...)
 	logPath := filepath.Join(dir, "manager.log")
 	if p := os.Getenv("BENCH_MANAGER_LOG"); p != "" {
 		logPath = p

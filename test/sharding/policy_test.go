@@ -47,11 +47,8 @@ func TestAdmissionPolicyLabelsTenantObjects(t *testing.T) {
 	ctx := context.Background()
 	// The API server loads a new policy in the background.
 	probe := newNamespace(t, "probe", "")
-	g.Eventually(func(g Gomega) {
-		job := backupJob(probe.Name, "probe-"+rand.String(5))
-		g.Expect(env.Client.Create(ctx, job)).To(Succeed())
-		g.Expect(job.Labels).To(HaveKey(shard.Label))
-	}).WithTimeout(policyWait).Should(Succeed())
+	g.Eventually(platform.ShardLabelled(ctx, env.Client, probe.Name, strconv.Itoa(shard.Of(probe, shards)))).
+		WithTimeout(policyWait).Should(Succeed())
 
 	seen := map[int]bool{}
 	for i := range 12 {

@@ -36,11 +36,7 @@ func pin(t *testing.T, tn *platform.Tenant, s string) {
 	tn.G.Expect(env.Client.Patch(tn.Ctx, ns, patch)).To(Succeed())
 	// The admission policy reads namespaces from the API server's own
 	// cache: wait until it labels with the new shard (a dry run).
-	tn.G.Eventually(func(g Gomega) {
-		probe := backupJob(tn.NS, "probe")
-		g.Expect(env.Client.Create(tn.Ctx, probe, client.DryRunAll)).To(Succeed())
-		g.Expect(probe.Labels).To(HaveKeyWithValue(shard.Label, s))
-	}).WithTimeout(policyWait).Should(Succeed())
+	tn.G.Eventually(platform.ShardLabelled(tn.Ctx, env.Client, tn.NS, s)).WithTimeout(policyWait).Should(Succeed())
 }
 
 // inNamespaces selects writes in any of the tenants' namespaces.

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
@@ -46,44 +43,10 @@ func run(m *testing.M) int {
 		if err := plat.Create(context.Background()); err != nil {
 			panic(err)
 		}
-		if err := installPolicy(context.Background()); err != nil {
+		if err := platform.InstallShardPolicy(context.Background(), e.Client, shards); err != nil {
 			panic(err)
 		}
 	})
-}
-
-// policyObjects are the chart's MutatingAdmissionPolicy and its binding,
-// rendered with the Helm SDK for the suite's shard count.
-func policyObjects() ([]*unstructured.Unstructured, error) {
-	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"), chartrender.Release{
-		Name: "etcd-backup-driver", Namespace: testenv.DriverNamespace, Values: map[string]any{"shards": shards}})
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, kind := range []string{"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"} {
-		o := chartrender.Find(objs, kind, "etcd-backup-driver-shard")
-		if o == nil {
-			return nil, fmt.Errorf("the chart rendered with shards=%d has no %s", shards, kind)
-		}
-		out = append(out, o)
-	}
-	return out, nil
-}
-
-// installPolicy creates the chart's policy and binding as an admin would
-// with `helm install`.
-func installPolicy(ctx context.Context) error {
-	objs, err := policyObjects()
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if err := env.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("create %s: %w", o.GetKind(), err)
-		}
-	}
-	return nil
 }
 
 // policyWait is how long the API server may take to load a new policy.
