@@ -29,3 +29,20 @@ func TestDriverShards(t *testing.T) {
 	g.Expect(Find(plain, "MutatingAdmissionPolicy", "etcd-backup-driver-shard")).To(BeNil())
 	g.Expect(managerContainer(g, plain)["args"]).NotTo(ContainElement(HavePrefix("--shard")))
 }
+
+// With shards, each shard has its own leader Lease: the no-leader alert
+// watches every shard's, by name, instead of the unsharded Lease that no
+// replica holds any more.
+func TestDriverShardsNoLeaderAlert(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderDriver(t, map[string]any{"shards": 2, "prometheusRule": map[string]any{"enabled": true}})
+	rule := Find(objs, "PrometheusRule", "etcd-backup-driver")
+	g.Expect(rule).NotTo(BeNil())
+	var expr any
+	for _, r := range field(g, rule, "spec", "groups").([]any)[0].(map[string]any)["rules"].([]any) {
+		if r.(map[string]any)["alert"] == "EtcdBackupDriverNoLeader" {
+			expr = r.(map[string]any)["expr"]
+		}
+	}
+	g.Expect(expr).To(Equal(`max by (name) (leader_election_master_status{name=~"etcd-backup-driver[.]strategy[.]backups[.]cozystack[.]io-shard-[0-9]+"}) < 1`))
+}
