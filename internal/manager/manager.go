@@ -61,13 +61,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.KubeAPIBurst != 0 {
 		cfg.Burst = o.KubeAPIBurst
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                  driverscheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:  o.ProbeAddr,
 		PprofBindAddress:        o.PprofAddr,
 		LeaderElection:          o.LeaderElect,
-		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionID:        o.leaderElectionID(),
 		LeaderElectionNamespace: o.LeaderElectionNamespace,
 		// Stepping down promptly on shutdown lets the next replica take
 		// over without waiting out the lease.
@@ -83,7 +83,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 			// list/watch on them.
 			DisableFor: []client.Object{&corev1.Secret{}},
 		}},
-	})
+	}
+	sharded, err := shardCaches(&opts.Cache, o.shard(), opts.Scheme)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
@@ -108,6 +113,9 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	sweeper := &claim.Sweeper{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Namespace: o.Namespace, Interval: o.ClaimSweepInterval}
 	if err := mgr.Add(sweeper); err != nil {
 		return nil, fmt.Errorf("add restore claim sweeper: %w", err)
+	}
+	if err := mgr.Add(o.shardSweeper(mgr, sharded)); err != nil {
+		return nil, fmt.Errorf("add shard sweeper: %w", err)
 	}
 	for _, setup := range setups {
 		if err := setup(mgr, o, d); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
 )
 
 // Options are the driver's settings; each has a command-line flag.
@@ -36,6 +37,13 @@ type Options struct {
 	// LeaderElectionNamespace holds the leader Lease; empty means the
 	// namespace the pod runs in.
 	LeaderElectionNamespace string
+	// Shard and Shards split the tenants among replica sets: this one
+	// reconciles only the namespaces of shard Shard of Shards (see
+	// internal/shard). Shards 0 or 1 means unsharded.
+	Shard, Shards int
+	// ShardSweepInterval is how often a shard's leader moves objects
+	// labelled for another shard, or not labelled, to their shard.
+	ShardSweepInterval time.Duration
 	// MaxConcurrentReconciles bounds parallel reconciles per controller.
 	MaxConcurrentReconciles int
 	// KubeAPIQPS and KubeAPIBurst bound the driver's client-side request
@@ -102,12 +110,14 @@ type Options struct {
 	BackupVerifier freshness.Verifier
 }
 
-// client returns the client controllers of mgr use.
+// client returns the client controllers of mgr use: it labels what it
+// creates in tenant namespaces with the replica's shard.
 func (o Options) client(mgr ctrl.Manager) client.Client {
+	c := shard.Stamping(mgr.GetClient(), o.shard(), o.Namespace)
 	if o.WrapClient != nil {
-		return o.WrapClient(mgr.GetClient())
+		return o.WrapClient(c)
 	}
-	return mgr.GetClient()
+	return c
 }
 
 // DefaultNamespace is the driver's namespace when neither the flag nor
@@ -135,6 +145,7 @@ func DefaultOptions() Options {
 		RestoreDeadline:         30 * time.Minute,
 		ClaimSweepInterval:      claim.DefaultSweepInterval,
 		SharedCredentialsResync: sharedcreds.DefaultResyncInterval,
+		ShardSweepInterval:      shard.DefaultSweepInterval,
 		SafetyBackupsKeep:       safetyretention.DefaultKeep,
 		Namespace:               ns,
 		ProvenanceSecret:        "etcd-backup-driver-provenance",
@@ -154,6 +165,12 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Elect a leader so that only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace,
 		"Namespace of the leader-election Lease (default: the pod's namespace).")
+	fs.IntVar(&o.Shard, "shard", o.Shard,
+		"The shard this replica reconciles, from 0 to --shards minus 1 (shard 0 also takes objects without a shard label).")
+	fs.IntVar(&o.Shards, "shards", o.Shards,
+		"How many shards split the tenant namespaces; 0 or 1 runs unsharded. Every shard must be given the same count.")
+	fs.DurationVar(&o.ShardSweepInterval, "shard-sweep-interval", o.ShardSweepInterval,
+		"How often a shard moves objects whose shard label is missing or stale to the shard of their namespace.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles,
 		"How many objects each controller reconciles in parallel.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS,

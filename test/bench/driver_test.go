@@ -52,10 +52,14 @@ func perOp(u0, u usage, n int) string {
 // with only loopback S3 allowed and the extra flags given, until b ends.
 // BENCH_DRIVER_ARGS adds flags and
 // BENCH_DRIVER_ENV (KEY=VALUE ...) environment variables;
-// BENCH_MANAGER_LOG keeps its log at that path.
+// BENCH_MANAGER_LOG keeps its log at that path. extra are further flags
+// (a shard's).
 func startDriver(b *testing.B, extra ...string) *driver {
 	b.Helper()
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "manager")
+	if p := os.Getenv("BENCH_MANAGER_BIN"); p != "" {
+		bin = p // a manager built elsewhere (bin/ may be shared)
+	}
 	if _, err := os.Stat(bin); err != nil {
 		b.Fatalf("%s is missing: run `make bench` (it builds the manager first)", bin)
 	}

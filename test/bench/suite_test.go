@@ -9,7 +9,9 @@
 // BENCH_TENANTS (1000), BENCH_BACKUPS (10000 in all), BENCH_JOB_HISTORY (3
 // rounds of BackupJobs kept; 0 keeps all), BENCH_RESTORES (20),
 // BENCH_OPERATOR_DELAY (2s), BENCH_DRIVER_ARGS (extra manager flags) and
-// BENCH_DRIVER_ENV (its environment, e.g. GOMEMLIMIT=150MiB).
+// BENCH_DRIVER_ENV (its environment, e.g. GOMEMLIMIT=150MiB),
+// BENCH_SHARD_TENANTS (3000, for BenchmarkShards) and BENCH_MANAGER_BIN (a
+// manager binary other than bin/manager).
 // Plain `go test` runs only the unit tests of the harness itself.
 package bench
 

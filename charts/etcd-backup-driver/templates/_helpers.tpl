@@ -53,3 +53,8 @@ release namespace.
 {{- define "ebd.leaderElectionNamespace" -}}
 {{- .Values.leaderElection.namespace | default .Release.Namespace -}}
 {{- end -}}
+
+{{/* The label of a tenant object's shard (internal/shard.Label). */}}
+{{- define "ebd.shardLabel" -}}
+sharding.etcd-backup-driver.io/shard
+{{- end -}}

@@ -1,0 +1,94 @@
+package manager
+
+import (
+	"fmt"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
+)
+
+// shardedKinds are the kinds a shard caches only its own objects of: what
+// tenants create (BackupJobs, Plans, RestoreJobs, Backups) and what the
+// driver creates in tenant namespaces (EtcdSnapshots, staging Jobs, and
+// Backups and BackupJobs too). The tenant's cluster, release, application
+// and member PVCs, cluster-scoped classes and strategies, and the claims
+// and captures in the driver's namespace stay visible to every shard.
+func shardedKinds() []client.Object {
+	return []client.Object{
+		&backupsv1alpha1.BackupJob{}, &backupsv1alpha1.Plan{}, &backupsv1alpha1.RestoreJob{},
+		&backupsv1alpha1.Backup{}, &etcdv1alpha2.EtcdSnapshot{}, &batchv1.Job{},
+	}
+}
+
+// shardCaches narrows o's cache of every sharded kind to s's objects,
+// keeping the selector each kind already has (both must match), and
+// returns the resulting selector of each kind for the shard's Sweeper.
+// Unsharded, o is left alone.
+func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[schema.GroupVersionKind]labels.Selector, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	if !s.Enabled() {
+		return nil, nil
+	}
+	if o.ByObject == nil {
+		o.ByObject = map[client.Object]cache.ByObject{}
+	}
+	reqs, _ := s.Selector().Requirements()
+	kinds := map[schema.GroupVersionKind]labels.Selector{}
+	for _, kind := range shardedKinds() {
+		gvk, err := apiutil.GVKForObject(kind, scheme)
+		if err != nil {
+			return nil, fmt.Errorf("shard caches: %w", err)
+		}
+		key, by := byObjectOf(o.ByObject, gvk, kind, scheme)
+		sel := labels.NewSelector()
+		if by.Label != nil {
+			sel = by.Label.DeepCopySelector()
+		}
+		by.Label = sel.Add(reqs...)
+		o.ByObject[key] = by
+		kinds[gvk] = by.Label
+	}
+	return kinds, nil
+}
+
+// byObjectOf finds the ByObject entry of gvk in m (its keys are objects,
+// each a different pointer) or returns a new key for it.
+func byObjectOf(m map[client.Object]cache.ByObject, gvk schema.GroupVersionKind, fresh client.Object, scheme *runtime.Scheme) (client.Object, cache.ByObject) {
+	for key, by := range m {
+		if k, err := apiutil.GVKForObject(key, scheme); err == nil && k == gvk {
+			return key, by
+		}
+	}
+	return fresh, cache.ByObject{}
+}
+
+// shard is the replica's shard.
+func (o Options) shard() shard.Shard { return shard.Shard{Index: o.Shard, Count: o.Shards} }
+
+// leaderElectionID is the Lease a shard's replicas compete for: each shard
+// elects its own leader.
+func (o Options) leaderElectionID() string {
+	if !o.shard().Enabled() {
+		return LeaderElectionID
+	}
+	return fmt.Sprintf("%s-shard-%d", LeaderElectionID, o.Shard)
+}
+
+// shardSweeper moves misplaced objects of the kinds in sharded to their
+// shard (a no-op unsharded).
+func (o Options) shardSweeper(mgr ctrl.Manager, sharded map[schema.GroupVersionKind]labels.Selector) *shard.Sweeper {
+	return &shard.Sweeper{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Shard: o.shard(),
+		Kinds: sharded, Interval: o.ShardSweepInterval}
+}
