@@ -19,8 +19,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 )
 
 // Options are the driver's settings; each has a command-line flag.
