@@ -200,8 +200,7 @@ func (r *Reconciler) createSafetySnapshot(ctx context.Context, o *observation) e
 // Backup of the application, in the format every Etcd Backup has.
 func (r *Reconciler) recordSafetyBackup(ctx context.Context, o *observation) error {
 	s := o.snapshot
-	// A safety net is never removed from S3 by deleting its Backup.
-	rec := artifact.FromSnapshot(s, nil, strategyv1alpha1.DeletionPolicyRetain)
+	rec := artifact.FromSnapshot(s, nil, safetyDeletionPolicy(o))
 	if o.cluster != nil {
 		rec.EtcdVersion = o.cluster.Spec.Version
 	}

@@ -96,6 +96,18 @@ func safetyAbandoned(o *observation) bool {
 	return s != nil && !snapshotDone(s) && !o.now.Before(safetyGiveUpAt(s))
 }
 
+// safetyDeletionPolicy is the deletion policy recorded (and signed) on the
+// safety Backup: the one signed on the Backup being restored, so the safety
+// Backup's object goes with it exactly when the namespace's own Backups'
+// objects do (the safety retention then frees the bucket too). An
+// unverified source gives Retain: nothing unsigned decides a deletion.
+func safetyDeletionPolicy(o *observation) strategyv1alpha1.DeletionPolicy {
+	if o.verdict.Verified && strategyv1alpha1.DeletionPolicy(o.verdict.Facts.DeletionPolicy) == strategyv1alpha1.DeletionPolicyDelete {
+		return strategyv1alpha1.DeletionPolicyDelete
+	}
+	return strategyv1alpha1.DeletionPolicyRetain
+}
+
 // safetyMessage is the one message of the safety snapshot's steps (take,
 // wait, record): one status write for the whole phase, not one per
 // snapshot phase change.
