@@ -52,6 +52,12 @@ type Reconciler struct {
 	// Broker issues tenant keys for brokered strategies; nil fails their
 	// jobs.
 	Broker CredentialBroker
+	// MaxSnapshotsPerCluster bounds the snapshots of one EtcdCluster that
+	// run at once (whoever started them); a job beyond it waits, Pending
+	// WaitingForSnapshotSlot. 0 means no bound.
+	MaxSnapshotsPerCluster int
+
+	slots slotBook
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;patch
@@ -110,6 +116,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"the backup deadline of %s passed before the snapshot could start", r.Deadline))
 	}
 
+	// From the slot check to the snapshot's creation, no other job of
+	// the namespace decides (the bound holds against concurrent reconciles).
+	release := r.slots.lock(job.Namespace)
+	defer release()
+	if out, err := r.snapshotSlot(ctx, &job); err != nil {
+		return ctrl.Result{}, err
+	} else if out != nil {
+		return r.apply(ctx, &job, *out)
+	}
 	if err := r.holdJob(ctx, &job); err != nil {
 		return requeueOnConflict(err)
 	}
@@ -117,5 +132,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out != nil {
 		return r.apply(ctx, &job, *out)
 	}
+	r.slots.started(job.Namespace, snap.Name, r.Clock.Now())
 	return r.apply(ctx, &job, r.follow(ctx, &job, snap))
 }

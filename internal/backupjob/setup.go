@@ -53,6 +53,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		// Our own status writes change no generation: do not wake on them.
 		For(&backupsv1alpha1.BackupJob{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&etcdv1alpha2.EtcdSnapshot{}).
+		// A snapshot that ends frees a slot for the jobs waiting in its
+		// namespace.
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(nil)), builder.WithPredicates(snapshotEnds)).
 		Watches(&etcdv1alpha2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(nil))).
 		Watches(&appsv1alpha1.Etcd{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(appName))).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClaim)).

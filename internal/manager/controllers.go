@@ -79,6 +79,8 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		Schema:      d.schema,
 		Credentials: d.creds,
 		Broker:      d.broker,
+
+		MaxSnapshotsPerCluster: o.MaxSnapshotsPerCluster,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

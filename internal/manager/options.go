@@ -56,6 +56,10 @@ type Options struct {
 	// RestoreDeadline bounds how long a RestoreJob may run, unless its
 	// spec.options.restoreTimeoutSeconds says otherwise.
 	RestoreDeadline time.Duration
+	// MaxSnapshotsPerCluster bounds the snapshots of one tenant's
+	// EtcdCluster that run at once; BackupJobs beyond it wait. 0 means no
+	// bound.
+	MaxSnapshotsPerCluster int
 	// SafetyBackupsKeep is how many safety Backups are kept per
 	// application (besides those unfinished RestoreJobs name).
 	SafetyBackupsKeep int
@@ -147,6 +151,7 @@ func DefaultOptions() Options {
 		SharedCredentialsResync: sharedcreds.DefaultResyncInterval,
 		ShardSweepInterval:      shard.DefaultSweepInterval,
 		SafetyBackupsKeep:       safetyretention.DefaultKeep,
+		MaxSnapshotsPerCluster:  1,
 		Namespace:               ns,
 		ProvenanceSecret:        "etcd-backup-driver-provenance",
 		StagingImage:            os.Getenv("STAGING_IMAGE"),
@@ -181,6 +186,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a BackupJob may wait for its class, strategy, application or cluster, and run, before it fails.")
 	fs.DurationVar(&o.RestoreDeadline, "restore-deadline", o.RestoreDeadline,
 		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
+	fs.IntVar(&o.MaxSnapshotsPerCluster, "max-snapshots-per-cluster", o.MaxSnapshotsPerCluster,
+		"How many snapshots of one tenant's EtcdCluster may run at once (BackupJobs beyond it wait, Pending WaitingForSnapshotSlot); 0 means no bound.")
 	fs.IntVar(&o.SafetyBackupsKeep, "safety-backups-keep", o.SafetyBackupsKeep,
 		"How many safety Backups (taken by restores) are kept per application, besides those an unfinished RestoreJob names; a negative value keeps all.")
 	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,

@@ -19,6 +19,10 @@ const (
 	BackupReasonEtcdClusterNotAvailable = "EtcdClusterNotAvailable"
 	// BackupReasonRestoreInProgress: a RestoreJob holds the application.
 	BackupReasonRestoreInProgress = "RestoreInProgress"
+	// BackupReasonWaitingForSnapshotSlot: as many snapshots of the cluster
+	// as the driver lets run at once are running (another BackupJob's, a
+	// restore's safety snapshot).
+	BackupReasonWaitingForSnapshotSlot = "WaitingForSnapshotSlot"
 	// BackupReasonEtcdBackupRunning: the EtcdSnapshot exists and has not finished.
 	BackupReasonEtcdBackupRunning = "EtcdBackupRunning"
 
