@@ -37,7 +37,7 @@ func (r *Reconciler) snapshotSlot(ctx context.Context, job *backupsv1alpha1.Back
 	for i := range snaps.Items {
 		s := &snaps.Items[i]
 		cached[s.Name] = true
-		if snapshotEnded(s) || s.Spec.ClusterRef.Name != ClusterName || !s.DeletionTimestamp.IsZero() {
+		if s.Ended() || s.Spec.ClusterRef.Name != ClusterName || !s.DeletionTimestamp.IsZero() {
 			continue
 		}
 		running = append(running, s.Name)
@@ -111,10 +111,6 @@ func (b *slotBook) unseen(ns string, cached map[string]bool, now time.Time) []st
 	return out
 }
 
-func snapshotEnded(s *etcdv1alpha2.EtcdSnapshot) bool {
-	return s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete || s.Status.Phase == etcdv1alpha2.SnapshotPhaseFailed
-}
-
 // snapshotEnds passes the events that free a slot: a snapshot ending or
 // going away.
 var snapshotEnds = predicate.Funcs{
@@ -124,6 +120,6 @@ var snapshotEnds = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		old, okOld := e.ObjectOld.(*etcdv1alpha2.EtcdSnapshot)
 		cur, okNew := e.ObjectNew.(*etcdv1alpha2.EtcdSnapshot)
-		return okOld && okNew && !snapshotEnded(old) && snapshotEnded(cur)
+		return okOld && okNew && !old.Ended() && cur.Ended()
 	},
 }

@@ -22,11 +22,11 @@ import (
 func decideHandBack(o *observation, out *outcome) decision {
 	if s := o.snapshot; s != nil && o.safetyConflict == "" && s.DeletionTimestamp.IsZero() {
 		switch {
-		case !snapshotDone(s) && safetyAbandoned(o):
+		case !s.Ended() && safetyAbandoned(o):
 			// Nobody completes it (the operator is down): deleted, so it
 			// cannot land later as an object no Backup records.
 			return decision{state: stateAbandonSafetySnapshot}
-		case !snapshotDone(s):
+		case !s.Ended():
 			// A started snapshot lands in S3 either way: it is recorded,
 			// not orphaned.
 			return decision{state: stateWaitSafetySnapshot, deadline: safetyGiveUpAt(s)}

@@ -262,8 +262,7 @@ func (r *Reconciler) observeSafety(ctx context.Context, o *observation) error {
 		return fmt.Errorf("list EtcdSnapshots in %s: %w", o.job.Namespace, err)
 	}
 	for _, s := range snaps.Items {
-		running := s.Status.Phase != etcdv1alpha2.SnapshotPhaseComplete && s.Status.Phase != etcdv1alpha2.SnapshotPhaseFailed
-		if running && s.Name != name && s.Spec.ClusterRef.Name == clusterName {
+		if !s.Ended() && s.Name != name && s.Spec.ClusterRef.Name == clusterName {
 			o.inflight = append(o.inflight, s.Name)
 		}
 	}

@@ -93,7 +93,7 @@ func safetyGiveUpAt(s *etcdv1alpha2.EtcdSnapshot) time.Time {
 // safetyAbandoned: the safety snapshot is unfinished past its bound.
 func safetyAbandoned(o *observation) bool {
 	s := o.snapshot
-	return s != nil && !snapshotDone(s) && !o.now.Before(safetyGiveUpAt(s))
+	return s != nil && !s.Ended() && !o.now.Before(safetyGiveUpAt(s))
 }
 
 // safetyDeletionPolicy is the deletion policy recorded (and signed) on the
@@ -118,10 +118,6 @@ func safetyMessage(o *observation) string {
 // wantSafety: a safety snapshot is taken unless the job declines it.
 func wantSafety(o *observation) bool {
 	return o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot
-}
-
-func snapshotDone(s *etcdv1alpha2.EtcdSnapshot) bool {
-	return s.Status.Phase == etcdv1alpha2.SnapshotPhaseComplete || s.Status.Phase == etcdv1alpha2.SnapshotPhaseFailed
 }
 
 func snapshotFailure(s *etcdv1alpha2.EtcdSnapshot) string {

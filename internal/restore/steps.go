@@ -31,7 +31,7 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 		return d
 	}
 	if !o.now.Before(deadline) {
-		if o.snapshot != nil && o.safetyBackup == nil && !snapshotDone(o.snapshot) && !safetyAbandoned(o) {
+		if o.snapshot != nil && o.safetyBackup == nil && !o.snapshot.Ended() && !safetyAbandoned(o) {
 			// A started snapshot lands in S3 either way: record it first
 			// (decideSafety gives up on it at its own bound).
 			d.message = "the deadline passed; recording the running safety snapshot before giving up: " + d.message

@@ -108,6 +108,12 @@ type EtcdSnapshot struct {
 	Status EtcdSnapshotStatus `json:"status,omitempty"`
 }
 
+// Ended reports whether the operator gave the snapshot its outcome
+// (Complete or Failed).
+func (s *EtcdSnapshot) Ended() bool {
+	return s.Status.Phase == SnapshotPhaseComplete || s.Status.Phase == SnapshotPhaseFailed
+}
+
 // EtcdSnapshotList is a list of EtcdSnapshots.
 //
 // +kubebuilder:object:root=true
