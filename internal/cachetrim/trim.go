@@ -39,8 +39,11 @@ func markTrimmed(o metav1.Object) {
 var trimmedAnnotations = map[string]string{TrimmedAnnotation: ""}
 
 // stripManagedFields is what every transform does first: the driver never
-// reads managed fields.
-func stripManagedFields(o metav1.Object) { o.SetManagedFields(nil) }
+// reads managed fields, and what repeats in metadata is shared.
+func stripManagedFields(o metav1.Object) {
+	o.SetManagedFields(nil)
+	shareMeta(o)
+}
 
 // Plain drops managed fields from every object (cache.Options'
 // DefaultTransform; a kind with its own transform does it there).
@@ -52,7 +55,9 @@ var Plain toolscache.TransformFunc = func(in any) (any, error) {
 }
 
 // Snapshot keeps only the metadata and phase of an EtcdSnapshot that is
-// history: Complete and handed to its Backup. Only a BackupJob that did
+// history: Complete and handed to its Backup. (The driver's hand-over
+// labels history, which takes it out of the cache; this trims history
+// handed over before that label existed.) Only a BackupJob that did
 // not record its end yet (a crash between the hand-over and its status
 // write) reads such a snapshot whole, and it reads it live. A restore's
 // safety snapshot (RestoreJobUIDLabel) is kept whole: the restore checks its
@@ -105,4 +110,26 @@ var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
 	hr.Spec = helmv2.HelmReleaseSpec{Suspend: hr.Spec.Suspend}
 	hr.Status = helmv2.HelmReleaseStatus{ObservedGeneration: hr.Status.ObservedGeneration, Conditions: hr.Status.Conditions}
 	return hr, nil
+}
+
+// Backup keeps a Backup whole (its signed fields are verified from the
+// cache) but shares what repeats across the Backups of a namespace and
+// of the platform: known label and driverMetadata keys, namespace,
+// application, strategy, bucket, endpoint, the Verified condition and
+// the destination in status.underlyingResources. A cached Backup costs
+// about half as much.
+var Backup toolscache.TransformFunc = func(in any) (any, error) {
+	b, ok := in.(*backupsv1alpha1.Backup)
+	if !ok {
+		return Plain(in)
+	}
+	stripManagedFields(b)
+	shareRef(&b.Spec.ApplicationRef)
+	shareRef(&b.Spec.StrategyRef)
+	b.Spec.DriverMetadata = shareMap(b.Spec.DriverMetadata)
+	shareConditions(b.Status.Conditions)
+	if u := b.Status.UnderlyingResources; u != nil {
+		u.Raw = shared.Bytes(u.Raw)
+	}
+	return b, nil
 }

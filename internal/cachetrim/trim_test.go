@@ -1,14 +1,19 @@
 package cachetrim
 
 import (
+	"fmt"
+	"strings"
 	"testing"
+	"unsafe"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
 
 func snapshot(phase etcdv1alpha2.SnapshotPhase, ownerKind string, labels map[string]string) *etcdv1alpha2.EtcdSnapshot {
@@ -84,4 +89,59 @@ func TestHelmReleaseKeepsSuspendAndReadiness(t *testing.T) {
 	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(got.Status.Conditions).To(HaveLen(1))
 	g.Expect(got.Status.LastAttemptedRevision).To(BeEmpty())
+}
+
+func backupOf(ns, name string, extra map[string]string) *backupsv1alpha1.Backup {
+	group := "strategy.backups.cozystack.io"
+	labels := map[string]string{backupsv1alpha1.ApplicationNameLabel: "etcd", backupsv1alpha1.OwningJobUIDLabel: name + "-uid"}
+	for k, v := range extra {
+		labels[k] = v
+	}
+	return &backupsv1alpha1.Backup{
+		ObjectMeta: metav1.ObjectMeta{Namespace: strings.Clone(ns), Name: name, Labels: labels,
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+		Spec: backupsv1alpha1.BackupSpec{
+			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: "Etcd", Name: "default"},
+			DriverMetadata: map[string]string{
+				strings.Clone(artifact.MetaBucket): strings.Clone("bucket"), artifact.MetaProvenance: name + "-signature"},
+		},
+		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady,
+			UnderlyingResources: &runtime.RawExtension{Raw: []byte(`{"kind":"EtcdBackupSnapshot"}`)},
+			Conditions: []metav1.Condition{{Type: backupsv1alpha1.BackupConditionVerified, Status: metav1.ConditionTrue,
+				Reason: backupsv1alpha1.BackupReasonProvenanceVerified, Message: strings.Clone(artifact.VerifiedMessage)}}},
+	}
+}
+
+func at(s string) uintptr { return uintptr(unsafe.Pointer(unsafe.StringData(s))) }
+
+// A cached Backup is the Backup (every field equal), with what repeats
+// held once: the same namespace and known keys and values point to the
+// same bytes; its own values (UIDs, signatures) and keys a tenant invents
+// are left alone, so a tenant cannot grow the shared table.
+func TestBackupSharesWhatRepeats(t *testing.T) {
+	g := NewWithT(t)
+	tenantKeys := map[string]string{}
+	for i := range 50 {
+		tenantKeys[fmt.Sprintf("tenant.example/k%d", i)] = fmt.Sprintf("v%d", i)
+	}
+	want := backupOf("tenant-share", "a", tenantKeys)
+	want.ManagedFields = nil
+	before, _ := shared.Len()
+	outA, err := Backup(backupOf("tenant-share", "a", tenantKeys))
+	g.Expect(err).NotTo(HaveOccurred())
+	outB, _ := Backup(backupOf("tenant-share", "b", nil))
+	a, b := outA.(*backupsv1alpha1.Backup), outB.(*backupsv1alpha1.Backup)
+	g.Expect(a).To(Equal(want))
+	g.Expect(at(a.Namespace)).To(Equal(at(b.Namespace)))
+	g.Expect(at(a.Spec.DriverMetadata[artifact.MetaBucket])).To(Equal(at(b.Spec.DriverMetadata[artifact.MetaBucket])))
+	g.Expect(at(a.Status.Conditions[0].Message)).To(Equal(at(artifact.VerifiedMessage)))
+	g.Expect(&a.Status.UnderlyingResources.Raw[0]).To(BeIdenticalTo(&b.Status.UnderlyingResources.Raw[0]))
+	for k, v := range a.Labels {
+		if k == backupsv1alpha1.ApplicationNameLabel {
+			g.Expect(at(v)).To(Equal(at(b.Labels[k])))
+		}
+	}
+	after, _ := shared.Len()
+	g.Expect(after - before).To(BeNumerically("<=", 12), "tenant-invented labels entered the shared table")
 }

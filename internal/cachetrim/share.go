@@ -1,0 +1,110 @@
+package cachetrim
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/intern"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
+)
+
+// shared holds the one copy of each repeated string in the caches.
+var shared = intern.New(intern.DefaultLimit)
+
+// knownKeys are the label and driverMetadata keys the driver writes, each
+// with whether its values repeat across objects (a namespace, an
+// application, a bucket) or are one object's own (a UID, a job name, a
+// signature). Only these keys, and only the repeating values, are shared:
+// keys and values a tenant invents are left as decoded, so a tenant
+// cannot fill the table.
+var knownKeys = map[string]bool{
+	backupsv1alpha1.ApplicationNameLabel:    true,
+	backupsv1alpha1.OwningJobNamespaceLabel: true,
+	backupsv1alpha1.PlanNameLabel:           true,
+	backupsv1alpha1.OwningJobNameLabel:      false,
+	backupsv1alpha1.OwningJobUIDLabel:       false,
+	backupsv1alpha1.SafetyBackupLabel:       false,
+	backupsv1alpha1.RestoreJobUIDLabel:      false,
+	backupsv1alpha1.RestoreJobNameLabel:     false,
+	shard.Label:                             true,
+
+	artifact.MetaBucket:          true,
+	artifact.MetaEndpoint:        true,
+	artifact.MetaKey:             true,
+	artifact.MetaRegion:          true,
+	artifact.MetaForcePathStyle:  true,
+	artifact.MetaCredentialsName: true,
+	artifact.MetaDeletionPolicy:  true,
+	artifact.MetaEtcdVersion:     true,
+	artifact.MetaSnapshotName:    false,
+	artifact.MetaSnapshotUID:     false,
+	artifact.MetaProvenance:      false,
+}
+
+// shareMap shares the known keys of m and their repeating values. It
+// returns m itself when it holds no known key.
+func shareMap(m map[string]string) map[string]string {
+	known := false
+	for k := range m {
+		if _, ok := knownKeys[k]; ok {
+			known = true
+			break
+		}
+	}
+	if !known {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if repeats, ok := knownKeys[k]; ok {
+			k = shared.String(k)
+			if repeats {
+				v = shared.String(v)
+			}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// shareMeta shares what repeats in an object's metadata: its namespace,
+// known label keys and values, finalizers and owners' kinds.
+func shareMeta(o metav1.Object) {
+	o.SetNamespace(shared.String(o.GetNamespace()))
+	if l := o.GetLabels(); len(l) > 0 {
+		o.SetLabels(shareMap(l))
+	}
+	f := o.GetFinalizers()
+	for i := range f {
+		f[i] = shared.String(f[i])
+	}
+	refs := o.GetOwnerReferences()
+	for i := range refs {
+		r := &refs[i]
+		r.APIVersion, r.Kind = shared.String(r.APIVersion), shared.String(r.Kind)
+	}
+}
+
+// shareRef shares a typed reference's group, kind and name: an
+// application's or a strategy's, the same in every Backup of it.
+func shareRef(r *backupsv1alpha1.TypedLocalObjectReference) {
+	if r.APIGroup != nil {
+		g := shared.String(*r.APIGroup)
+		r.APIGroup = &g
+	}
+	r.Kind, r.Name = shared.String(r.Kind), shared.String(r.Name)
+}
+
+// shareConditions shares the Verified condition the driver writes on
+// every Backup it recorded; other conditions are left as decoded.
+func shareConditions(cs []metav1.Condition) {
+	for i := range cs {
+		c := &cs[i]
+		if c.Type == backupsv1alpha1.BackupConditionVerified && c.Reason == backupsv1alpha1.BackupReasonProvenanceVerified &&
+			c.Message == artifact.VerifiedMessage {
+			c.Type, c.Reason, c.Message = backupsv1alpha1.BackupConditionVerified,
+				backupsv1alpha1.BackupReasonProvenanceVerified, artifact.VerifiedMessage
+		}
+	}
+}
