@@ -105,14 +105,19 @@ func (r *Reconciler) recordedFor(ctx context.Context, b *backupsv1alpha1.Backup,
 
 // handOver makes the Backup the snapshot's only controller owner, so that
 // deleting the BackupJob (for example by Plan history pruning) keeps the
-// snapshot, and deleting the Backup removes it.
+// snapshot, and deleting the Backup removes it. The same patch labels the
+// snapshot history, which takes it out of the driver's caches.
 func (r *Reconciler) handOver(ctx context.Context, snap *etcdv1alpha2.EtcdSnapshot, backup *backupsv1alpha1.Backup) error {
 	want := ownerRef("Backup", backup.Name, backup.UID)
-	if len(snap.OwnerReferences) == 1 && snap.OwnerReferences[0].UID == want.UID {
+	if len(snap.OwnerReferences) == 1 && snap.OwnerReferences[0].UID == want.UID && snap.Labels[backupsv1alpha1.SnapshotHistoryLabel] == "true" {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(snap.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	snap.OwnerReferences = []metav1.OwnerReference{want}
+	if snap.Labels == nil {
+		snap.Labels = map[string]string{}
+	}
+	snap.Labels[backupsv1alpha1.SnapshotHistoryLabel] = "true"
 	if err := r.Patch(ctx, snap, patch); err != nil {
 		return fmt.Errorf("hand EtcdSnapshot %s to Backup %s: %w", snap.Name, backup.Name, err)
 	}

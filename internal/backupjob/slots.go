@@ -92,6 +92,17 @@ func (b *slotBook) started(ns, name string, now time.Time) {
 	b.recent[ns][name] = now
 }
 
+// ended forgets a started snapshot that ended: handed to its Backup it
+// leaves the cache, and must not then count as started but unseen.
+func (b *slotBook) ended(ns, name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.recent[ns], name)
+	if len(b.recent[ns]) == 0 {
+		delete(b.recent, ns)
+	}
+}
+
 // unseen are the snapshots started in ns that cached does not hold yet;
 // those it holds, or older than unseenFor, are forgotten.
 func (b *slotBook) unseen(ns string, cached map[string]bool, now time.Time) []string {

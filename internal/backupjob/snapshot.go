@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -28,11 +29,19 @@ const (
 	annotationEtcdVersion    = "etcd-backup-driver.cozystack.io/etcd-version"
 )
 
-// ownSnapshot returns the job's EtcdSnapshot from the cache, nil if the cache
-// has none, or a terminal outcome if the name is taken by something else.
+// ownSnapshot returns the job's EtcdSnapshot (from the cache, or live once
+// it is history), nil if there is none, or a terminal outcome if the name
+// is taken by something else.
 func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.BackupJob) (*etcdv1alpha2.EtcdSnapshot, *outcome) {
 	var snap etcdv1alpha2.EtcdSnapshot
 	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
+	if apierrors.IsNotFound(err) && startedSnapshot(job) {
+		// Handed to its Backup, the snapshot is history and not cached:
+		// the job did not record its end yet (it crashed in between,
+		// or its status write conflicted), and recording it needs the
+		// snapshot, whatever became of its class or strategy since.
+		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
+	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -50,6 +59,13 @@ func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.Backu
 		return nil, out
 	}
 	return &snap, nil
+}
+
+// startedSnapshot: the job got as far as creating its snapshot (it holds
+// the in-flight finalizer, put on just before the create, or says Running).
+func startedSnapshot(job *backupsv1alpha1.BackupJob) bool {
+	return controllerutil.ContainsFinalizer(job, backupsv1alpha1.BackupJobSnapshotFinalizer) ||
+		job.Status.Phase == backupsv1alpha1.BackupJobPhaseRunning
 }
 
 // createSnapshot creates the job's EtcdSnapshot. If it already exists (the

@@ -143,5 +143,5 @@ func TestBackupSharesWhatRepeats(t *testing.T) {
 		}
 	}
 	after, _ := shared.Len()
-	g.Expect(after - before).To(BeNumerically("<=", 12), "tenant-invented labels entered the shared table")
+	g.Expect(after-before).To(BeNumerically("<=", 12), "tenant-invented labels entered the shared table")
 }

@@ -46,11 +46,24 @@ type Cache struct {
 // New is a cache.NewCacheFunc (ctrl.Options.NewCache) building a guarded
 // controller-runtime cache.
 func New(config *rest.Config, opts cache.Options) (cache.Cache, error) {
-	c, err := cache.New(config, opts)
-	if err != nil {
-		return nil, err
+	return Declared(nil)(config, opts)
+}
+
+// Declared is like New, with the form of some kinds fixed before any read:
+// a read of a kind declared Metadata in another form is refused even when
+// it comes first, so which controller starts first cannot decide the form.
+func Declared(forms map[schema.GroupVersionKind]Form) cache.NewCacheFunc {
+	return func(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := cache.New(config, opts)
+		if err != nil {
+			return nil, err
+		}
+		g := Wrap(c, opts.Scheme)
+		for gvk, form := range forms {
+			g.forms[gvk] = form
+		}
+		return g, nil
 	}
-	return Wrap(c, opts.Scheme), nil
 }
 
 // Wrap guards c; scheme resolves typed objects' kinds.

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,18 +16,41 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cachetrim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/informerguard"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 )
 
 // cacheOptions says what the driver's caches hold. Each holds only what
 // the driver may read (RBAC grants no more) and, of the kinds cached at
 // scale, only the fields it reads (internal/cachetrim): restore claims and
-// captures in the driver's namespace ns, member PVCs, the one EtcdCluster
+// captures in the driver's namespace ns, member PVCs (metadata only), the one EtcdCluster
 // and HelmRelease name, staging Jobs, and trimmed history.
 func cacheOptions(ns string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cachetrim.Plain,
 		ByObject:         byObject(ns),
+	}
+}
+
+// notHistory selects the EtcdSnapshots not yet handed to their Backup:
+// every reader of the cache looks for unfinished snapshots; history (one
+// per Backup, the bulk of them) is read live by the rare path that needs
+// it (a BackupJob that crashed before recording its end).
+func notHistory() labels.Selector {
+	req, err := labels.NewRequirement(backupsv1alpha1.SnapshotHistoryLabel, selection.DoesNotExist, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*req)
+}
+
+// metadataOnly are the kinds watched as metadata only
+// (metav1.PartialObjectMetadata): of a tenant's member PVCs a restore only
+// counts those left. A typed read of them is refused (informerguard), so
+// no second, whole cache of PVCs can start.
+func metadataOnly() map[schema.GroupVersionKind]informerguard.Form {
+	return map[schema.GroupVersionKind]informerguard.Form{
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): informerguard.Metadata,
 	}
 }
 
@@ -42,7 +67,8 @@ func byObject(ns string) map[client.Object]cache.ByObject {
 		&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
 		&helmv2.HelmRelease{}:           {Field: byName, Transform: cachetrim.HelmRelease},
 		&batchv1.Job{}:                  {Label: restore.StagingJobSelector()},
-		&etcdv1alpha2.EtcdSnapshot{}:    {Transform: cachetrim.Snapshot},
+		&etcdv1alpha2.EtcdSnapshot{}:    {Label: notHistory(), Transform: cachetrim.Snapshot},
 		&backupsv1alpha1.BackupJob{}:    {Transform: cachetrim.BackupJob},
+		&backupsv1alpha1.Backup{}:       {Transform: cachetrim.Backup},
 	}
 }

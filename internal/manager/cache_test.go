@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,6 +15,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cachetrim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/informerguard"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -94,6 +96,13 @@ func TestOneInformerPerKindAndTrimmedHistory(t *testing.T) {
 	g.Expect(cachetrim.Trimmed(live)).To(BeFalse())
 	g.Expect(live.Status.Artifact).NotTo(BeNil())
 
+	// Labelled history (handed over by the driver) leaves the cache.
+	snap.Labels = map[string]string{backupsv1alpha1.SnapshotHistoryLabel: "true"}
+	g.Expect(env.Client.Update(ctx, snap)).To(Succeed())
+	g.Eventually(func() error {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(snap), cached)
+	}).WithTimeout(10 * time.Second).Should(MatchError(ContainSubstring("not found")))
+
 	// Every kind the controllers read is cached in one form.
 	guard, ok := mgr.GetCache().(*informerguard.Cache)
 	g.Expect(ok).To(BeTrue(), "the manager's cache is not guarded")
@@ -107,9 +116,30 @@ func TestOneInformerPerKindAndTrimmedHistory(t *testing.T) {
 		g.Expect(found).To(BeTrue(), "%s is not cached", kind)
 	}
 	for gvk, form := range kinds {
-		g.Expect(form).To(Equal(informerguard.Typed), gvk.String())
+		want := informerguard.Typed
+		if gvk.Kind == "PersistentVolumeClaim" {
+			want = informerguard.Metadata
+		}
+		g.Expect(form).To(Equal(want), gvk.String())
 		g.Expect(gvk.Kind).NotTo(Equal("Secret"), "Secrets are read live, never cached")
 	}
+
+	// Member PVCs are watched as metadata only; a typed read of one, even
+	// before any controller read them, is refused rather than served by
+	// a second, whole cache of every member PVC.
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-etcd-0",
+		Labels: restore.MemberPVCLabels()},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	g.Expect(env.Client.Create(ctx, pvc)).To(Succeed())
+	pvcMeta := &metav1.PartialObjectMetadata{}
+	pvcMeta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"))
+	g.Eventually(func() error {
+		return mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pvc), pvcMeta)
+	}).WithTimeout(10 * time.Second).Should(Succeed())
+	err = mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(pvc), &corev1.PersistentVolumeClaim{})
+	g.Expect(err).To(MatchError(ContainSubstring("second informer")))
+	kinds = guard.Kinds()
 
 	// A metadata-only read of a kind cached typed is refused, not served
 	// by a second informer.

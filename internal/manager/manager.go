@@ -76,7 +76,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache:                         cacheOptions(o.Namespace),
 		// One informer per kind: a read in another form (typed,
 		// metadata only) than the kind is cached in is refused.
-		NewCache: informerguard.New,
+		NewCache: informerguard.Declared(metadataOnly()),
 		Client: client.Options{Cache: &client.CacheOptions{
 			// Secrets are read live, one by name, so the driver never
 			// holds every Secret of the cluster in memory or needs

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -276,7 +277,9 @@ func (r *Reconciler) observeCluster(ctx context.Context, o *observation) error {
 	} else if found {
 		o.cluster = c
 	}
-	var pvcs corev1.PersistentVolumeClaimList
+	// Member PVCs are cached as metadata only: they are only counted.
+	var pvcs metav1.PartialObjectMetadataList
+	pvcs.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"))
 	if err := r.Reader.List(ctx, &pvcs, client.InNamespace(o.job.Namespace),
 		client.MatchingLabels{instanceLabel: clusterName}); err != nil {
 		return fmt.Errorf("list PVCs of EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)

@@ -74,7 +74,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.jobOfCapture(c))).
 		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfSnapshot(c))).
 		Watches(&etcdv1alpha2.EtcdCluster{}, inNamespace, builder.WithPredicates(clusterOnly)).
-		Watches(&corev1.PersistentVolumeClaim{}, inNamespace).
+		WatchesMetadata(&corev1.PersistentVolumeClaim{}, inNamespace).
 		Watches(&helmv2.HelmRelease{}, inNamespace, builder.WithPredicates(clusterOnly)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.jobsLabelled(c, backupsv1alpha1.StagingLabel)))
 	// Kamaji is optional: without its CRDs there is nothing to fence.

@@ -16,6 +16,10 @@ const (
 	// SafetyBackupLabel marks a Backup taken by a RestoreJob before it
 	// destroyed anything; its value is the RestoreJob name.
 	SafetyBackupLabel = "backups.cozystack.io/safety-for-restore"
+	// SnapshotHistoryLabel is set on an EtcdSnapshot when the driver hands
+	// it to its Backup: it is then history, which the driver does not
+	// cache (its caches select EtcdSnapshots without this label).
+	SnapshotHistoryLabel = "etcd-backup-driver.cozystack.io/history"
 
 	// CleanupFinalizer is the finalizer the Cozystack core shares between
 	// drivers on Backups and RestoreJobs; its own Backup controller adds and
