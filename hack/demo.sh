@@ -87,14 +87,15 @@ kubectl -n "$NS" get restorejob etcd-restore \
   -o jsonpath='{range .status.conditions[*]}      {.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 tcp_state
 
-credentials="one S3 Secret in $NS, copied by the admin"
+credentials=
 if [ -n "${S3_CREDENTIAL_BROKER:-}" ]; then
   BROKER_SECRET=etcd-backup-broker-${CLASS:-etcd-demo}
   printf '\n\033[1m==> brokered key: what the Secret in %s reaches (asked of MinIO)\033[0m\n' "$NS"
-  "$SANDBOX_BIN" keyscope --namespace "$NS" --secret "$BROKER_SECRET" | tee "$WORK/keyscope"
+  "$SANDBOX_BIN" keyscope --namespace "$NS" --secret "$BROKER_SECRET"
   tenant_key=$(kubectl -n "$NS" get secret "$BROKER_SECRET" -o jsonpath='{.data.AWS_ACCESS_KEY_ID}' | base64 -d)
-  credentials="Secret $BROKER_SECRET, written by the driver: key $tenant_key
-                              lists $NS/, cannot list ${NS}'s neighbours or the bucket,
+  credentials="
+  S3 credentials              Secret $BROKER_SECRET, written by the driver: key $tenant_key
+                              lists $NS/, cannot list other prefixes or the bucket,
                               cannot delete its own snapshot; no Secret in $NS holds
                               the platform key $S3_ACCESS_KEY_ID (kept in $DRIVER_NAMESPACE)"
 fi
@@ -116,8 +117,7 @@ cat <<TXT
   disaster                    sentinels overwritten with generation v2
   in-place restore            $(t restore)s   safety Backup, suspend, purge, re-create from S3, resume
   tenant etcd revision        $(t etcd-revision-before) before, $(t etcd-revision-after) after   (raised only if after > before)
-  control plane               TenantControlPlane $TCP on the restored etcd
-  S3 credentials              $credentials
+  control plane               TenantControlPlane $TCP on the restored etcd$credentials
   verify                      $(t verify)s   all $KEYS keys back at generation v1
   total                       ${total}s
   RESULT                      SUCCESS: the backed-up data is back
