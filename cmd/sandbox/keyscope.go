@@ -46,7 +46,7 @@ func keyScope(args []string) error {
 	fmt.Printf("Secret %s/%s (the broker's): key %s, scope %s; platform key %s\n", t.Namespace, t.Secret, r.AccessKeyID, r.Scope, t.PlatformKeyID)
 	for _, p := range r.Probes {
 		verdict := "as it should"
-		if p.Allowed != p.Want {
+		if p.Allowed != p.Want || p.Unanswered {
 			verdict = "WRONG"
 		}
 		fmt.Printf("  tenant key: %-60s %s (%s)\n", p.What, p.Detail, verdict)

@@ -43,6 +43,9 @@ type Probe struct {
 	Allowed, Want bool
 	// Detail is the answer: an object count or the S3 error code.
 	Detail string
+	// Unanswered is set when the request failed other than by a refusal
+	// (AccessDenied): the probe then proves nothing.
+	Unanswered bool
 }
 
 // Report is what Check found.
@@ -96,7 +99,7 @@ func Check(ctx context.Context, c client.Reader, t Target) (Report, error) {
 	}
 	r.Probes = probe(ctx, s3, t)
 	for _, p := range r.Probes {
-		if p.Allowed != p.Want {
+		if p.Allowed != p.Want || p.Unanswered {
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %s", p.What, p.Detail))
 		}
 	}
@@ -150,15 +153,14 @@ func putErr(ctx context.Context, s3 *minio.Client, bucket, key string) error {
 	return err
 }
 
-// answer turns a request's error into a Probe: nil is allowed, an S3 error
-// response is refused with its code, anything else is reported as is.
+// answer turns a request's error into a Probe: nil is allowed,
+// AccessDenied refused, anything else unanswered.
 func answer(what string, want bool, err error) Probe {
 	if err == nil {
 		return Probe{What: what, Allowed: true, Want: want, Detail: "allowed"}
 	}
-	detail := err.Error()
-	if code := minio.ToErrorResponse(err).Code; code != "" {
-		detail = code
+	if code := minio.ToErrorResponse(err).Code; code == "AccessDenied" {
+		return Probe{What: what, Want: want, Detail: code}
 	}
-	return Probe{What: what, Want: want, Detail: detail}
+	return Probe{What: what, Want: want, Detail: err.Error(), Unanswered: true}
 }
