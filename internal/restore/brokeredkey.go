@@ -29,7 +29,8 @@ type CredentialBroker interface {
 // that name the driver did not write is left alone (false).
 func (r *Reconciler) reissueKey(ctx context.Context, o *observation) (bool, error) {
 	src := o.source
-	if r.Broker == nil || !strings.HasPrefix(src.SecretName, credbroker.SecretPrefix) {
+	if r.Broker == nil || !strings.HasPrefix(src.SecretName, credbroker.SecretPrefix) || (!o.verdict.Verified && o.admission != "") {
+		// A Backup refused as unverified gets nothing issued for it.
 		return false, nil
 	}
 	bound, err := r.boundStrategies(ctx)
