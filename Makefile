@@ -153,13 +153,19 @@ test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites incl
 sandbox-bin: ## Build bin/sandbox.
 	go build -o $(BIN)/sandbox ./cmd/sandbox
 
+# BROKERED=1 runs the sandbox on a real MinIO server (bin/minio) and the
+# examples with brokered per-tenant keys instead of the embedded S3 server
+# and one shared Secret.
+BROKERED ?=
+SANDBOX_S3 := $(if $(filter-out 0,$(BROKERED)),minio,embedded)
+
 .PHONY: sandbox
-sandbox: envtest-bins stage-bin sandbox-bin ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use.
-	$(BIN)/sandbox run
+sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys).
+	$(BIN)/sandbox run --s3 $(SANDBOX_S3)
 
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin ## Backup and in-place restore of real data on the sandbox, with a summary.
-	bash hack/demo.sh
+demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys).
+	BROKERED=$(filter-out 0,$(BROKERED)) bash hack/demo.sh
 
 .PHONY: help
 help: ## List the targets.

@@ -5,6 +5,10 @@
 # etcd) living in the etcd being restored, print a one-screen summary with
 # timings, and stop the sandbox whatever happens (Ctrl-C included).
 # SANDBOX_CMD runs another build of cmd/sandbox than bin/sandbox.
+# BROKERED=1 (make demo BROKERED=1) runs it on a real MinIO server
+# (bin/minio) with brokered keys: the platform key stays in the driver's
+# namespace, the tenant gets a key of its own, and the summary shows what
+# that key reaches.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
@@ -13,7 +17,9 @@ export TIMINGS=$WORK/timings
 : > "$TIMINGS"
 started=$(date +%s.%N)
 
-"${SANDBOX_CMD:-$ROOT/bin/sandbox}" run --env-file "$ENV_FILE" > "$WORK/sandbox.log" 2>&1 &
+S3_SERVER=embedded
+if [ "${BROKERED:-0}" != 0 ]; then S3_SERVER=minio; fi
+"${SANDBOX_CMD:-$ROOT/bin/sandbox}" run --s3 "$S3_SERVER" --env-file "$ENV_FILE" > "$WORK/sandbox.log" 2>&1 &
 SB_PID=$!
 stop() {
   if kill -0 "$SB_PID" 2>/dev/null; then
@@ -25,7 +31,7 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-echo "demo: starting the sandbox (kube-apiserver, driver, S3, etcd-operator and helm-controller stand-ins)..."
+echo "demo: starting the sandbox (kube-apiserver, driver, S3 ($S3_SERVER), etcd-operator and helm-controller stand-ins)..."
 for _ in $(seq 1 120); do
   [ -s "$ENV_FILE" ] && break
   kill -0 "$SB_PID" 2>/dev/null || { cat "$WORK/sandbox.log"; echo "demo: the sandbox did not start" >&2; exit 1; }
@@ -81,6 +87,19 @@ kubectl -n "$NS" get restorejob etcd-restore \
   -o jsonpath='{range .status.conditions[*]}      {.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 tcp_state
 
+credentials=
+if [ -n "${S3_CREDENTIAL_BROKER:-}" ]; then
+  BROKER_SECRET=etcd-backup-broker-${CLASS:-etcd-demo}
+  printf '\n\033[1m==> brokered key: what the Secret in %s reaches (asked of MinIO)\033[0m\n' "$NS"
+  "$SANDBOX_BIN" keyscope --namespace "$NS" --secret "$BROKER_SECRET"
+  tenant_key=$(kubectl -n "$NS" get secret "$BROKER_SECRET" -o jsonpath='{.data.AWS_ACCESS_KEY_ID}' | base64 -d)
+  credentials="
+  S3 credentials              Secret $BROKER_SECRET, written by the driver: key $tenant_key
+                              lists $NS/, cannot list other prefixes or the bucket,
+                              cannot delete its own snapshot; no Secret in $NS holds
+                              the platform key $S3_ACCESS_KEY_ID (kept in $DRIVER_NAMESPACE)"
+fi
+
 bytes=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.sizeBytes}')
 uri=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.uri}')
 total=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }')
@@ -98,7 +117,7 @@ cat <<TXT
   disaster                    sentinels overwritten with generation v2
   in-place restore            $(t restore)s   safety Backup, suspend, purge, re-create from S3, resume
   tenant etcd revision        $(t etcd-revision-before) before, $(t etcd-revision-after) after   (raised only if after > before)
-  control plane               TenantControlPlane $TCP on the restored etcd
+  control plane               TenantControlPlane $TCP on the restored etcd$credentials
   verify                      $(t verify)s   all $KEYS keys back at generation v1
   total                       ${total}s
   RESULT                      SUCCESS: the backed-up data is back

@@ -1,8 +1,9 @@
 // Command sandbox runs the etcd-backup-driver on one machine with no
 // kubelet (see internal/sandbox), and helps scripts reach the etcd data:
 //
-//	sandbox run [--dir DIR] [--env-file FILE]   start; Ctrl-C stops everything
+//	sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio]   start; Ctrl-C stops everything
 //	sandbox kv write|check|get|revision ...     sentinel data in an app's etcd
+//	sandbox keyscope --namespace NS --secret S  what a brokered tenant key reaches
 //
 // `make sandbox` and `make demo` drive it.
 package main
@@ -22,6 +23,8 @@ func main() {
 		err = run(os.Args[2:])
 	case "kv":
 		err = kv(os.Args[2:])
+	case "keyscope":
+		err = keyScope(os.Args[2:])
 	default:
 		usage()
 	}
@@ -33,10 +36,11 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  sandbox run [--dir DIR] [--env-file FILE]
+  sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio]
   sandbox kv write|check --namespace NS [--prefix P] [--count N] [--size BYTES] [--generation G]
   sandbox kv get --namespace NS KEY
   sandbox kv revision --namespace NS
+  sandbox keyscope --namespace NS --secret etcd-backup-broker-<strategy>
 `)
 	os.Exit(2)
 }

@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 )
@@ -28,6 +29,7 @@ func run(args []string) error {
 	verbose := fs.Bool("v", false, "log every controller's output to stderr")
 	restoreDeadline := fs.Duration("restore-deadline", 10*time.Minute, "the driver's --restore-deadline")
 	backupDeadline := fs.Duration("backup-deadline", 10*time.Minute, "the driver's --backup-deadline")
+	s3 := fs.String("s3", string(sandbox.S3Embedded), "S3 server: embedded (fast, one shared key) or minio (bin/minio, `make tools`; the examples then broker a key per tenant namespace)")
 	_ = fs.Parse(args)
 
 	logOpts := []zap.Opts{zap.UseDevMode(false)}
@@ -43,7 +45,8 @@ func run(args []string) error {
 
 	started := time.Now()
 	sb, err := sandbox.Start(sandbox.Options{
-		Dir: *dir,
+		Dir:      *dir,
+		S3Server: sandbox.S3Server(*s3),
 		Driver: func(o *manager.Options) {
 			o.RestoreDeadline, o.BackupDeadline = *restoreDeadline, *backupDeadline
 		},
@@ -65,21 +68,26 @@ func run(args []string) error {
 		return errors.Join(err, stop())
 	}
 	self, _ := os.Executable()
-	exports := map[string]string{
-		"KUBECONFIG":              kubeconfig,
-		"SANDBOX":                 "1",
-		"SANDBOX_BIN":             self,
-		"SANDBOX_DIR":             sb.Dir,
-		"S3_ENDPOINT":             sb.S3.URL,
-		"S3_BUCKET":               sandbox.DefaultBucket,
-		"S3_ACCESS_KEY_ID":        sb.S3Credentials.AccessKeyID,
-		"S3_SECRET_ACCESS_KEY":    sb.S3Credentials.SecretAccessKey,
-		"SANDBOX_STARTUP_SECONDS": fmt.Sprintf("%.1f", time.Since(started).Seconds()),
-		"SANDBOX_PID":             fmt.Sprint(os.Getpid()),
+	exports := [][2]string{
+		{"KUBECONFIG", kubeconfig},
+		{"SANDBOX", "1"},
+		{"SANDBOX_BIN", self},
+		{"SANDBOX_DIR", sb.Dir},
+		{"S3_ENDPOINT", sb.S3URL},
+		{"S3_BUCKET", sandbox.DefaultBucket},
+		{"S3_ACCESS_KEY_ID", sb.S3Credentials.AccessKeyID},
+		{"S3_SECRET_ACCESS_KEY", sb.S3Credentials.SecretAccessKey},
+		// With MinIO the keys above are the platform's admin key: the
+		// examples keep it in the driver's namespace and broker a key per
+		// tenant namespace.
+		{"S3_CREDENTIAL_BROKER", brokerProvider(sb)},
+		{"DRIVER_NAMESPACE", sb.DriverNamespace},
+		{"SANDBOX_STARTUP_SECONDS", fmt.Sprintf("%.1f", time.Since(started).Seconds())},
+		{"SANDBOX_PID", fmt.Sprint(os.Getpid())},
 	}
 	var b strings.Builder
-	for _, k := range []string{"KUBECONFIG", "SANDBOX", "SANDBOX_BIN", "SANDBOX_DIR", "S3_ENDPOINT", "S3_BUCKET", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "SANDBOX_STARTUP_SECONDS", "SANDBOX_PID"} {
-		fmt.Fprintf(&b, "export %s=%q\n", k, exports[k])
+	for _, kv := range exports {
+		fmt.Fprintf(&b, "export %s=%q\n", kv[0], kv[1])
 	}
 	if *envFile != "" {
 		if err := os.WriteFile(*envFile, []byte(b.String()), 0o600); err != nil {
@@ -94,10 +102,20 @@ etcd-operator and helm-controller stand-ins. In another shell:
   bash examples/backups/etcd/run-all.sh
 
 Ctrl-C stops everything.
-`, time.Since(started).Seconds(), sb.S3.URL, sandbox.DefaultBucket, indent(b.String()))
+`, time.Since(started).Seconds(), sb.S3URL, sandbox.DefaultBucket, indent(b.String()))
 
 	<-sigs
 	return stop()
+}
+
+// brokerProvider is the credential broker provider the examples use on
+// sb's S3 server: MinIO on MinIO, none (a Secret per namespace) on the
+// embedded server, which has no identities to issue.
+func brokerProvider(sb *sandbox.Sandbox) string {
+	if sb.MinIO != nil {
+		return string(strategyv1alpha1.CredentialBrokerMinIO)
+	}
+	return ""
 }
 
 func indent(s string) string {

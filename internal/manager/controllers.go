@@ -97,6 +97,7 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		Keys:       d.keys,
 		Policy:     d.policy,
 		Schema:     d.schema,
+		Broker:     d.broker,
 
 		StagingImage:         o.StagingImage,
 		Revisions:            liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer},

@@ -31,9 +31,9 @@ import (
 // applications for the job's application, and returns "" when the Backup's
 // location matches one of them, otherwise why it does not.
 func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) {
-	var classes backupsv1alpha1.BackupClassList
-	if err := r.Client.List(ctx, &classes); err != nil {
-		return "", fmt.Errorf("list BackupClasses: %w", err)
+	bound, err := r.boundStrategies(ctx)
+	if err != nil {
+		return "", err
 	}
 	app, err := r.application(ctx, o.job.Namespace, o.app)
 	if err != nil {
@@ -41,29 +41,17 @@ func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) 
 	}
 	var rendered []strategyv1alpha1.EtcdS3Template
 	var problems []string
-	for _, c := range classes.Items {
-		for _, s := range c.Spec.Strategies {
-			if !bindsEtcd(s) {
-				continue
-			}
-			var strategy strategyv1alpha1.Etcd
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: s.StrategyRef.Name}, &strategy); err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return "", fmt.Errorf("read Etcd strategy %s: %w", s.StrategyRef.Name, err)
-			}
-			dest, err := strategytemplate.RenderFor(&strategy, app, s.Parameters, r.Policy)
-			if err != nil {
-				problems = append(problems, err.Error())
-				continue
-			}
-			if credbroker.Brokered(&strategy) {
-				// The snapshot named the namespace's brokered key Secret.
-				dest.CredentialsSecretRef.Name = credbroker.SecretName(strategy.Name)
-			}
-			rendered = append(rendered, dest)
+	for _, b := range bound {
+		dest, err := strategytemplate.RenderFor(&b.strategy, app, b.parameters, r.Policy)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
 		}
+		if credbroker.Brokered(&b.strategy) {
+			// The snapshot named the namespace's brokered key Secret.
+			dest.CredentialsSecretRef.Name = credbroker.SecretName(b.strategy.Name)
+		}
+		rendered = append(rendered, dest)
 	}
 	if msg := matchRendered(o.source, rendered); msg != "" {
 		if len(problems) > 0 {
@@ -72,6 +60,39 @@ func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) 
 		return msg, nil
 	}
 	return "", nil
+}
+
+// boundStrategy is an Etcd strategy a BackupClass binds to Etcd
+// applications, with the class entry's parameters.
+type boundStrategy struct {
+	strategy   strategyv1alpha1.Etcd
+	parameters map[string]string
+}
+
+// boundStrategies are the Etcd strategies BackupClasses bind to Etcd
+// applications (one entry per binding; missing strategies left out).
+func (r *Reconciler) boundStrategies(ctx context.Context) ([]boundStrategy, error) {
+	var classes backupsv1alpha1.BackupClassList
+	if err := r.Client.List(ctx, &classes); err != nil {
+		return nil, fmt.Errorf("list BackupClasses: %w", err)
+	}
+	var out []boundStrategy
+	for _, c := range classes.Items {
+		for _, s := range c.Spec.Strategies {
+			if !bindsEtcd(s) {
+				continue
+			}
+			b := boundStrategy{parameters: s.Parameters}
+			if err := r.Client.Get(ctx, client.ObjectKey{Name: s.StrategyRef.Name}, &b.strategy); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, fmt.Errorf("read Etcd strategy %s: %w", s.StrategyRef.Name, err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
 func bindsEtcd(s backupsv1alpha1.BackupClassStrategy) bool {

@@ -88,6 +88,10 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Broker writes back the brokered key Secret a Backup names when the
+	// tenant deleted it; nil leaves such restores to fail with
+	// CredentialsUnavailable.
+	Broker CredentialBroker
 
 	// expect holds the writes the cache has not shown yet.
 	expect expectations

@@ -212,6 +212,15 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 		return nil
 	}
 	_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
+	if errorsIsCredentials(err) {
+		// A tenant may delete the driver's key Secret; the broker writes
+		// it back, as the next BackupJob would.
+		if reissued, rerr := r.reissueKey(ctx, o); rerr != nil {
+			return rerr
+		} else if reissued {
+			_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
+		}
+	}
 	switch {
 	case err == nil:
 	case errorsIsCredentials(err):

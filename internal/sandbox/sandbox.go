@@ -2,7 +2,8 @@
 // real kube-apiserver and etcd (from bin/, through test/testenv) with the
 // upstream CRDs, the real kube-controller-manager (garbage collector, Job
 // controller, PVC protection), the driver's own manager
-// (internal/manager.New), an embedded S3 server, and stand-ins for the
+// (internal/manager.New), an embedded S3 server (or, with Options.S3Server
+// S3MinIO, a real MinIO server from bin/minio for brokered keys), and stand-ins for the
 // etcd-operator (EtcdMembers, member PVCs, real etcd member processes, real
 // snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
 // helm-controller (charts/etcd rendered with the Helm SDK), each tenant
@@ -49,9 +50,12 @@ type Options struct {
 	// Dir holds S3 data, etcd member data and logs. Empty means a fresh
 	// temporary folder, removed by Stop.
 	Dir string
-	// S3 are the credentials the embedded S3 server accepts; empty means
+	// S3 are the credentials the embedded S3 server accepts, or MinIO's
+	// root credential (the platform's admin key); empty means
 	// DefaultS3Credentials.
 	S3 s3server.Credentials
+	// S3Server picks the S3 server; empty means S3Embedded.
+	S3Server S3Server
 	// Buckets created at start; empty means DefaultBucket.
 	Buckets []string
 	// SnapshotJobDeadline is the stand-in operator's activeDeadlineSeconds
@@ -70,6 +74,21 @@ type Options struct {
 	// none exists unless created, so tenants opt in.
 	NoControlPlanes bool
 }
+
+// S3Server is the S3 server a sandbox runs.
+type S3Server string
+
+// S3 servers.
+const (
+	// S3Embedded is the embedded, in-process S3 server
+	// (internal/sandbox/s3server): fast, one key, no policies.
+	S3Embedded S3Server = "embedded"
+	// S3MinIO is a real MinIO server (bin/minio, `make tools`) with
+	// Options.S3 as its root credential: it enforces policies, so a
+	// strategy can broker per-tenant keys (spec.credentialBroker, provider
+	// MinIO) with that credential as the platform's admin key.
+	S3MinIO S3Server = "minio"
+)
 
 // Sandbox defaults.
 const (
@@ -90,9 +109,13 @@ type Sandbox struct {
 	Config *rest.Config
 	// Client is an uncached client with the driver's scheme.
 	Client client.Client
-	// S3 is the embedded S3 endpoint.
+	// S3URL is the S3 endpoint, whichever server runs.
+	S3URL string
+	// S3 is the embedded S3 server; nil with S3MinIO.
 	S3 *s3server.Server
-	// S3Credentials are the keys S3 accepts.
+	// MinIO is the MinIO server; nil unless S3MinIO.
+	MinIO *testenv.MinIO
+	// S3Credentials are the keys S3 accepts (MinIO's root credential).
 	S3Credentials s3server.Credentials
 	// Fleet knows the running etcd members.
 	Fleet *operator.Fleet
@@ -105,6 +128,9 @@ type Sandbox struct {
 	ControlPlanes *kamajistandin.StandIn
 	// Dir is the sandbox's data folder.
 	Dir string
+	// DriverNamespace is the driver's own namespace, where a brokered
+	// strategy's admin Secret lives.
+	DriverNamespace string
 	// Volumes are the folders standing for the claims Pods mount
 	// (<Dir>/volumes/<namespace>/<claim>).
 	Volumes *operator.Volumes
@@ -140,7 +166,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 	if len(buckets) == 0 {
 		buckets = []string{DefaultBucket}
 	}
-	if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
+	if err := s.startS3(o.S3Server, buckets); err != nil {
 		return s, err
 	}
 	if s.env, err = testenv.StartWith(testenv.Options{ControllerManager: true}); err != nil {
@@ -154,8 +180,8 @@ func Start(o Options) (_ *Sandbox, err error) {
 	driverOpts := manager.DefaultOptions()
 	driverOpts.MetricsAddr, driverOpts.ProbeAddr = "0", "0"
 	driverOpts.SkipControllerNameValidation = true
-	// The embedded S3 server listens on loopback, which the endpoint
-	// policy refuses unless allowed.
+	// The S3 server listens on loopback, which the endpoint policy
+	// refuses unless allowed.
 	driverOpts.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
 	s.services = etcdservice.New()
 	driverOpts.EtcdDialer = s.EtcdDialer()
@@ -165,6 +191,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 	if o.Driver != nil {
 		o.Driver(&driverOpts)
 	}
+	s.DriverNamespace = driverOpts.Namespace
 	driver, err := manager.New(s.Config, driverOpts)
 	if err != nil {
 		return s, err
@@ -185,6 +212,26 @@ func Start(o Options) (_ *Sandbox, err error) {
 		}()
 	}
 	return s, nil
+}
+
+// startS3 starts the S3 server kind with buckets under Dir.
+func (s *Sandbox) startS3(kind S3Server, buckets []string) (err error) {
+	switch kind {
+	case "", S3Embedded:
+		if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
+			return err
+		}
+		s.S3URL = s.S3.URL
+	case S3MinIO:
+		if s.MinIO, err = testenv.StartMinIOWith(testenv.MinIOOptions{Dir: filepath.Join(s.Dir, "minio"),
+			RootUser: s.S3Credentials.AccessKeyID, RootPassword: s.S3Credentials.SecretAccessKey, Buckets: buckets}); err != nil {
+			return err
+		}
+		s.S3URL = s.MinIO.Endpoint
+	default:
+		return fmt.Errorf("sandbox: unknown S3 server %q (%s or %s)", kind, S3Embedded, S3MinIO)
+	}
+	return nil
 }
 
 // standIns builds the manager running the etcd-operator and helm-controller
@@ -289,6 +336,9 @@ func (s *Sandbox) Stop() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, s.S3.Stop(ctx))
 		cancel()
+	}
+	if s.MinIO != nil {
+		errs = append(errs, s.MinIO.Stop())
 	}
 	if s.env != nil {
 		errs = append(errs, s.env.Stop())

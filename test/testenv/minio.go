@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/minio/minio-go/v7"
 )
 
 // MinIO is a real MinIO server (bin/minio, built by `make tools`) on
@@ -26,31 +28,69 @@ type MinIO struct {
 
 	cmd  *exec.Cmd
 	dir  string
+	temp bool
 	done chan struct{}
+}
+
+// MinIOOptions say where a MinIO server keeps its data and which root
+// credential it has. The zero value is StartMinIO's.
+type MinIOOptions struct {
+	// Dir holds the server's data, configuration and log (minio.log); it
+	// is kept by Stop. Empty means a fresh temporary folder, removed by
+	// Stop.
+	Dir string
+	// RootUser and RootPassword are the root credential (MinIO wants at
+	// least 3 and 8 characters); empty means "platform-root" and a random
+	// password. A server restarted on a Dir needs the same credential.
+	RootUser, RootPassword string
+	// Buckets are created once the server serves.
+	Buckets []string
 }
 
 // StartMinIO runs bin/minio on a fresh folder and waits until it serves.
 // It fails, never skips, when bin/minio is missing.
-func StartMinIO() (*MinIO, error) {
+func StartMinIO() (*MinIO, error) { return StartMinIOWith(MinIOOptions{}) }
+
+// StartMinIOWith runs bin/minio as o says and waits until it serves and
+// has o.Buckets. It fails, never skips, when bin/minio is missing.
+func StartMinIOWith(o MinIOOptions) (*MinIO, error) {
 	if err := requireBinaries("minio"); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "testenv-minio-")
-	if err != nil {
+	dir, temp := o.Dir, o.Dir == ""
+	if temp {
+		var err error
+		if dir, err = os.MkdirTemp("", "testenv-minio-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
+	}
+	cleanup := func() error {
+		if temp {
+			return os.RemoveAll(dir)
+		}
+		return nil
 	}
 	port, console, err := freePorts()
 	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
+		return nil, errors.Join(err, cleanup())
 	}
-	secret := make([]byte, 16)
-	_, _ = rand.Read(secret)
 	m := &MinIO{
 		Endpoint:     "http://127.0.0.1:" + strconv.Itoa(port),
-		RootUser:     "platform-root",
-		RootPassword: hex.EncodeToString(secret),
+		RootUser:     o.RootUser,
+		RootPassword: o.RootPassword,
 		dir:          dir,
+		temp:         temp,
 		done:         make(chan struct{}),
+	}
+	if m.RootUser == "" {
+		m.RootUser = "platform-root"
+	}
+	if m.RootPassword == "" {
+		secret := make([]byte, 16)
+		_, _ = rand.Read(secret)
+		m.RootPassword = hex.EncodeToString(secret)
 	}
 	cmd := exec.Command(filepath.Join(binDir(), "minio"), "server", filepath.Join(dir, "data"),
 		"--address", "127.0.0.1:"+strconv.Itoa(port), "--console-address", "127.0.0.1:"+strconv.Itoa(console), "--quiet")
@@ -59,11 +99,11 @@ func StartMinIO() (*MinIO, error) {
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CONFIG_DIR="+filepath.Join(dir, "config"))
 	log, err := os.Create(filepath.Join(dir, "minio.log"))
 	if err != nil {
-		return nil, errors.Join(err, os.RemoveAll(dir))
+		return nil, errors.Join(err, cleanup())
 	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("testenv: start minio: %w", err), os.RemoveAll(dir))
+		return nil, errors.Join(fmt.Errorf("testenv: start minio: %w", err), cleanup())
 	}
 	m.cmd = cmd
 	go func() { _ = cmd.Wait(); _ = log.Close(); close(m.done) }()
@@ -71,7 +111,33 @@ func StartMinIO() (*MinIO, error) {
 		out, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
 		return nil, errors.Join(err, fmt.Errorf("minio log:\n%s", out), m.Stop())
 	}
+	if err := m.makeBuckets(o.Buckets); err != nil {
+		return nil, errors.Join(err, m.Stop())
+	}
 	return m, nil
+}
+
+// makeBuckets creates the buckets that do not exist yet.
+func (m *MinIO) makeBuckets(buckets []string) error {
+	if len(buckets) == 0 {
+		return nil
+	}
+	c, err := S3Client(m.Endpoint, m.RootUser, m.RootPassword)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, b := range buckets {
+		if ok, err := c.BucketExists(ctx, b); err != nil {
+			return fmt.Errorf("testenv: minio bucket %s: %w", b, err)
+		} else if !ok {
+			if err := c.MakeBucket(ctx, b, minio.MakeBucketOptions{}); err != nil {
+				return fmt.Errorf("testenv: create minio bucket %s: %w", b, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (m *MinIO) waitReady(timeout time.Duration) error {
@@ -95,11 +161,15 @@ func (m *MinIO) waitReady(timeout time.Duration) error {
 	}
 }
 
-// Stop ends the server and removes its data.
+// Stop ends the server and removes its data when StartMinIOWith made the
+// folder.
 func (m *MinIO) Stop() error {
 	if m.cmd != nil && m.cmd.Process != nil {
 		_ = m.cmd.Process.Kill()
 		<-m.done
+	}
+	if !m.temp {
+		return nil
 	}
 	return os.RemoveAll(m.dir)
 }

@@ -7,6 +7,11 @@
 #   S3_ENDPOINT    S3 URL with scheme      (the sandbox exports it; required)
 #   S3_BUCKET      bucket for snapshots                        (etcd-backups)
 #   S3_ACCESS_KEY_ID / S3_SECRET_ACCESS_KEY   keys put into the tenant Secret
+#                  (brokered: the platform's admin key, kept in the driver's namespace)
+#   S3_CREDENTIAL_BROKER  empty: one S3 Secret per tenant namespace; a provider
+#                  (MinIO; `sandbox run --s3 minio` exports it): the driver
+#                  issues each tenant namespace its own key (docs/security.md)
+#   DRIVER_NAMESPACE  the driver's namespace, for the admin Secret (etcd-backup-driver)
 #   KEYS, VALUE_SIZE  sentinel data: how many keys, bytes per value (2000, 1024)
 #   TIMEOUT        longest wait of any step                    (10m)
 #   SANDBOX=1      set by the sandbox: data is reached through `sandbox kv`;
@@ -20,6 +25,12 @@ S3_BUCKET=${S3_BUCKET:-etcd-backups}
 KEYS=${KEYS:-2000}
 VALUE_SIZE=${VALUE_SIZE:-1024}
 TIMEOUT=${TIMEOUT:-10m}
+S3_CREDENTIAL_BROKER=${S3_CREDENTIAL_BROKER:-}
+DRIVER_NAMESPACE=${DRIVER_NAMESPACE:-etcd-backup-driver}
+# The brokered mode's admin Secret and the Secret the driver writes into
+# each tenant namespace (etcd-backup-broker-<strategy>).
+ADMIN_SECRET=etcd-backup-platform-s3
+BROKER_SECRET=etcd-backup-broker-$CLASS
 TIMINGS=${TIMINGS:-/dev/null}
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
@@ -35,6 +46,9 @@ timed() {
   end=$(date +%s.%N)
   awk -v n="$name" -v s="$start" -v e="$end" 'BEGIN { printf "%s %.1f\n", n, e - s }' >> "$TIMINGS"
 }
+
+# brokered: is the strategy in brokered-key mode?
+brokered() { [ -n "$S3_CREDENTIAL_BROKER" ]; }
 
 # wait_for WHAT KUBECTL-WAIT-ARGS...: say what we wait for, then wait.
 wait_for() {

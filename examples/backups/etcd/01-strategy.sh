@@ -2,6 +2,11 @@
 # Admin, once per platform: the Etcd strategy says where snapshots go. Every
 # string under spec.template is a Go template rendered per BackupJob with
 # .Application (the apps.cozystack.io/Etcd object) and .Parameters.
+#
+# With S3_CREDENTIAL_BROKER set (brokered keys, docs/security.md) the
+# platform's admin key goes into a Secret in the driver's namespace, never a
+# tenant's, and the strategy's credentialBroker names it: the driver issues
+# each tenant namespace its own key, limited to that namespace's prefix.
 source "$(dirname "$0")/00-helpers.sh"
 : "${S3_ENDPOINT:?set S3_ENDPOINT (the sandbox exports it)}"
 # The driver refuses plain-http endpoints unless the strategy opts in; the
@@ -9,7 +14,21 @@ source "$(dirname "$0")/00-helpers.sh"
 ALLOW_HTTP=false
 [[ $S3_ENDPOINT == http://* ]] && ALLOW_HTTP=true
 
-step "admin: Etcd strategy $CLASS -> s3://$S3_BUCKET/<namespace>/<app>/ at $S3_ENDPOINT"
+BUCKET='{{ .Parameters.bucket }}'
+BROKER=
+if brokered; then
+  : "${S3_ACCESS_KEY_ID:?set S3_ACCESS_KEY_ID}" "${S3_SECRET_ACCESS_KEY:?set S3_SECRET_ACCESS_KEY}"
+  step "admin: the platform's S3 admin key in Secret $DRIVER_NAMESPACE/$ADMIN_SECRET (the driver's namespace)"
+  kubectl -n "$DRIVER_NAMESPACE" create secret generic "$ADMIN_SECRET" \
+    --from-literal=AWS_ACCESS_KEY_ID="$S3_ACCESS_KEY_ID" \
+    --from-literal=AWS_SECRET_ACCESS_KEY="$S3_SECRET_ACCESS_KEY" \
+    --dry-run=client -o yaml | kubectl apply -f -
+  # One tenant key covers one bucket: the bucket is literal in this mode.
+  BUCKET=$S3_BUCKET
+  BROKER="credentialBroker: {provider: $S3_CREDENTIAL_BROKER, adminSecretRef: {name: $ADMIN_SECRET}}"
+fi
+
+step "admin: Etcd strategy $CLASS -> s3://$S3_BUCKET/<namespace>/<app>/ at $S3_ENDPOINT${BROKER:+ (brokered keys)}"
 kubectl apply -f - <<YAML
 apiVersion: strategy.backups.cozystack.io/v1alpha1
 kind: Etcd
@@ -18,14 +37,15 @@ metadata:
 spec:
   deletionPolicy: Retain
   allowHTTPEndpoint: $ALLOW_HTTP
+  $BROKER
   template:
     destination:
       s3:
-        bucket: "{{ .Parameters.bucket }}"
+        bucket: "$BUCKET"
         endpoint: $S3_ENDPOINT
         key: "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/"
         region: us-east-1
         forcePathStyle: true
         credentialsSecretRef:
-          name: etcd-backup-s3
+          name: etcd-backup-s3   # brokered: ignored, the driver names its own Secret
 YAML

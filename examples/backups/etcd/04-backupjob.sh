@@ -22,3 +22,6 @@ timed backup wait_phase backupjob "$JOB"
 BACKUP=$(kubectl -n "$TENANT_NS" get backupjob "$JOB" -o jsonpath='{.status.backupRef.name}')
 info "Backup $BACKUP:"
 kubectl -n "$TENANT_NS" get backup "$BACKUP" -o jsonpath='{range .status.artifact}      uri={.uri}{"\n"}      size={.sizeBytes}{"\n"}      checksum={.checksum}{"\n"}{end}'
+if brokered; then
+  info "the snapshot ran with the driver's Secret $BROKER_SECRET (key $(kubectl -n "$TENANT_NS" get secret "$BROKER_SECRET" -o jsonpath='{.data.AWS_ACCESS_KEY_ID}' | base64 -d), scope $(kubectl -n "$TENANT_NS" get secret "$BROKER_SECRET" -o jsonpath='{.metadata.annotations.etcd-backup-driver\.cozystack\.io/key-scope}'))"
+fi
