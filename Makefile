@@ -125,11 +125,13 @@ vet: ## go vet the module and test/alerts.
 	cd $(ALERTS_MODULE) && go vet ./...
 
 .PHONY: bench
-bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round) and the sandbox stand-in's three-member start, and print the figures.
+bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same) and the sandbox stand-in's three-member start, and print the figures.
 	go test ./test/bench -run '^$$' -bench 'Backups|Restores' -benchtime 1x -timeout 60m
 	# The shards get an API server of their own: the tenants above would
 	# land, unlabelled, in shard 0.
 	go test ./test/bench -run '^$$' -bench Shards -benchtime 1x -timeout 60m
+	# The same round with one unsharded replica, for comparison.
+	go test ./test/bench -run '^$$' -bench OneReplica -benchtime 1x -timeout 60m
 	go test ./internal/sandbox/operator -run '^$$' -bench ThreeMemberStart -benchtime 5x
 
 # The restore's staging binary, which the sandbox's kubelet stand-in runs for
