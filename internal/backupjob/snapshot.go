@@ -26,6 +26,10 @@ const (
 	annotationParameters     = "etcd-backup-driver.cozystack.io/parameters"
 	annotationDeletionPolicy = "etcd-backup-driver.cozystack.io/deletion-policy"
 	annotationEtcdVersion    = "etcd-backup-driver.cozystack.io/etcd-version"
+	// annotationJobRefs holds the job's applicationRef and planRef, which
+	// its Backup repeats: a job deleted while its snapshot runs is gone
+	// when the Backup is recorded.
+	annotationJobRefs = "etcd-backup-driver.cozystack.io/job-refs"
 )
 
 // ownSnapshot returns the job's EtcdSnapshot from the cache, nil if the cache
@@ -93,6 +97,10 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 	if err != nil {
 		return nil, fmt.Errorf("encode parameters: %w", err)
 	}
+	refs, err := json.Marshal(jobRefs{ApplicationRef: job.Spec.ApplicationRef, PlanRef: job.Spec.PlanRef})
+	if err != nil {
+		return nil, fmt.Errorf("encode the job's references: %w", err)
+	}
 	d := p.destination
 	snap := &etcdv1alpha2.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{
@@ -104,8 +112,12 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 				annotationParameters:     string(params),
 				annotationDeletionPolicy: string(p.deletionPolicy),
 				annotationEtcdVersion:    p.etcdVersion,
+				annotationJobRefs:        string(refs),
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef("BackupJob", job.Name, job.UID)},
+			// Held until its Backup is recorded, set in the create
+			// itself: no write of its own.
+			Finalizers: []string{backupsv1alpha1.SnapshotRecordFinalizer},
 		},
 		Spec: etcdv1alpha2.EtcdSnapshotSpec{
 			ClusterRef: corev1.LocalObjectReference{Name: ClusterName},
