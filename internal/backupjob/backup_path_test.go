@@ -24,8 +24,14 @@ func TestHappyPath(t *testing.T) {
 	w.create(job)
 
 	snap := w.awaitSnapshot(job)
-	w.awaitReason(job, backupsv1alpha1.BackupReasonEtcdBackupRunning)
-	w.g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseRunning))
+	// A job that went straight to its snapshot writes its status once, at
+	// its end: the running snapshot is its progress, held for its Backup.
+	w.g.Consistently(func() backupsv1alpha1.BackupJobStatus {
+		w.get(job)
+		return job.Status
+	}).WithTimeout(time.Second).Should(BeZero())
+	w.g.Expect(snap.Finalizers).To(ConsistOf(backupsv1alpha1.SnapshotRecordFinalizer))
+	w.g.Expect(job.Finalizers).To(BeEmpty())
 	w.g.Expect(snap.Spec.ClusterRef.Name).To(Equal("etcd"))
 	s3 := snap.Spec.Destination.S3
 	w.g.Expect(s3.Key).To(Equal(w.ns+"/etcd/"), "the key template saw the application")
@@ -41,6 +47,7 @@ func TestHappyPath(t *testing.T) {
 	w.g.Expect(job.Status.BackupRef.Name).To(Equal(job.Name))
 	w.g.Expect(job.Status.CompletedAt).NotTo(BeNil())
 	w.g.Expect(job.Status.StartedAt).NotTo(BeNil())
+	w.g.Expect(job.Status.StartedAt.Time).To(BeTemporally("==", snap.CreationTimestamp.Time), "it started with its snapshot")
 
 	backup := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: job.Name}}
 	w.get(backup)
@@ -70,13 +77,17 @@ func TestHappyPath(t *testing.T) {
 	w.g.Expect(artifact.URI(src.Bucket, src.Key)).To(Equal(snap.Status.Artifact.URI))
 	w.g.Expect(src.DeletionPolicy).To(Equal(strategyv1alpha1.DeletionPolicyDelete))
 
-	// Ownership of the snapshot moved to the Backup.
+	// Ownership of the snapshot moved to the Backup, which let go of it
+	// in the same write.
 	w.g.Expect(snap.OwnerReferences).To(ConsistOf(HaveField("UID", backup.UID)))
+	w.g.Expect(snap.Finalizers).To(BeEmpty())
 	w.g.Expect(w.snapshotsOf(job)).To(HaveLen(1))
 
-	// One Event per backup, at its end; the Ready condition told each step.
-	w.g.Eventually(func() []string { return w.eventReasons(job) }).Should(ConsistOf(backupsv1alpha1.BackupReasonBackupCompleted))
-	w.g.Consistently(func() []string { return w.eventReasons(job) }, time.Second).Should(HaveLen(1))
+	// A success has no Event: the Ready condition says it.
+	ready = *w.awaitReason(job, backupsv1alpha1.BackupReasonBackupCompleted)
+	w.g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	w.g.Expect(ready.Message).To(ContainSubstring("Backup " + job.Name + " holds " + snap.Status.Artifact.URI))
+	w.g.Consistently(func() []string { return w.eventReasons(job) }, time.Second).Should(BeEmpty())
 }
 
 func TestSnapshotFailed(t *testing.T) {
@@ -93,6 +104,11 @@ func TestSnapshotFailed(t *testing.T) {
 	w.g.Expect(job.Status.CompletedAt).NotTo(BeNil())
 	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: job.Name}, &backupsv1alpha1.Backup{})).NotTo(Succeed())
 	w.g.Eventually(func() []string { return w.eventReasons(job) }).Should(ContainElement(backupsv1alpha1.BackupReasonSnapshotFailed))
+	// Nothing will record the failed snapshot: the job, its owner, keeps
+	// it no longer than itself.
+	snap := w.snapshotsOf(job)[0]
+	w.g.Expect(snap.Finalizers).To(BeEmpty())
+	w.g.Expect(snap.OwnerReferences).To(ConsistOf(HaveField("UID", job.UID)))
 }
 
 func TestClusterNeverAvailableFailsAtDeadline(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,8 +76,11 @@ type Reconciler struct {
 // Reconcile takes one step for one BackupJob.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var job backupsv1alpha1.BackupJob
-	if err := r.Get(ctx, req.NamespacedName, &job); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+	if err := r.Get(ctx, req.NamespacedName, &job); apierrors.IsNotFound(err) {
+		// Deleted: a snapshot it left running is still recorded.
+		return r.recordLeftSnapshots(ctx, req)
+	} else if err != nil {
+		return ctrl.Result{}, err
 	}
 	if job.Status.Phase.IsTerminal() {
 		return requeueOnConflict(r.releaseJob(ctx, &job))
@@ -110,12 +114,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	if out != nil {
-		return r.apply(ctx, &job, *out)
+		return r.held(ctx, &job, *out)
 	}
 	if r.pastDeadline(&job) {
 		// Never start a snapshot for a job that is already out of time;
 		// once one has started it is followed to its end.
-		return r.apply(ctx, &job, failed(backupsv1alpha1.BackupReasonDeadlineExceeded,
+		return r.held(ctx, &job, failed(backupsv1alpha1.BackupReasonDeadlineExceeded,
 			"the backup deadline of %s passed before the snapshot could start", r.Deadline))
 	}
 
@@ -126,10 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if out, err := r.snapshotSlot(ctx, &job); err != nil {
 		return ctrl.Result{}, err
 	} else if out != nil {
-		return r.apply(ctx, &job, *out)
-	}
-	if err := r.holdJob(ctx, &job); err != nil {
-		return requeueOnConflict(err)
+		return r.held(ctx, &job, *out)
 	}
 	snap, out = r.createSnapshot(ctx, &job, p)
 	if out != nil {

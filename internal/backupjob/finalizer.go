@@ -12,24 +12,11 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
-// holdJob puts BackupJobSnapshotFinalizer on job before its snapshot is
-// created: a job deleted while the operator streams the snapshot to S3 is
-// kept until the snapshot ends and is recorded as a Backup, so the object
-// is never orphaned.
-func (r *Reconciler) holdJob(ctx context.Context, job *backupsv1alpha1.BackupJob) error {
-	if controllerutil.ContainsFinalizer(job, backupsv1alpha1.BackupJobSnapshotFinalizer) {
-		return nil
-	}
-	patch := client.MergeFromWithOptions(job.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	controllerutil.AddFinalizer(job, backupsv1alpha1.BackupJobSnapshotFinalizer)
-	if err := r.Patch(ctx, job, patch); err != nil {
-		return fmt.Errorf("add finalizer to BackupJob %s/%s: %w", job.Namespace, job.Name, err)
-	}
-	return nil
-}
-
-// releaseJob removes BackupJobSnapshotFinalizer: the job ended, was
-// deleted before its snapshot started, or waited out its deadline.
+// releaseJob removes BackupJobSnapshotFinalizer, which earlier releases
+// put on a job while its snapshot ran: the job ended, was deleted before
+// its snapshot started, or waited out its deadline. Jobs this release
+// starts never carry it (their snapshot carries SnapshotRecordFinalizer),
+// so this is no request for them.
 func (r *Reconciler) releaseJob(ctx context.Context, job *backupsv1alpha1.BackupJob) error {
 	if !controllerutil.ContainsFinalizer(job, backupsv1alpha1.BackupJobSnapshotFinalizer) {
 		return nil

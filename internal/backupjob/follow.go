@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -17,8 +18,22 @@ import (
 )
 
 // follow turns the state of the job's snapshot into the job's outcome,
-// recording the Backup once the snapshot is Complete.
+// recording the Backup once the snapshot is Complete. A job that fails
+// lets go of its snapshot (SnapshotRecordFinalizer) first: nothing will
+// record it, and the job, its owner, decides when it goes.
 func (r *Reconciler) follow(ctx context.Context, job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot) outcome {
+	o := r.snapshotOutcome(ctx, job, snap)
+	if o.phase == backupsv1alpha1.BackupJobPhaseFailed {
+		if err := r.releaseSnapshot(ctx, snap); err != nil {
+			return retry(err)
+		}
+	}
+	// The job started when its snapshot did, if it wrote no status before.
+	o.started = &snap.CreationTimestamp
+	return o
+}
+
+func (r *Reconciler) snapshotOutcome(ctx context.Context, job *backupsv1alpha1.BackupJob, snap *etcdv1alpha2.EtcdSnapshot) outcome {
 	switch snap.Status.Phase {
 	case etcdv1alpha2.SnapshotPhaseComplete:
 		return r.complete(ctx, job, snap)
@@ -105,21 +120,40 @@ func (r *Reconciler) recordedFor(ctx context.Context, b *backupsv1alpha1.Backup,
 
 // handOver makes the Backup the snapshot's only controller owner, so that
 // deleting the BackupJob (for example by Plan history pruning) keeps the
-// snapshot, and deleting the Backup removes it. The same patch labels the
+// snapshot, and deleting the Backup removes it. The same write lets go of
+// SnapshotRecordFinalizer (the snapshot is recorded) and labels the
 // snapshot history, which takes it out of the driver's caches.
 func (r *Reconciler) handOver(ctx context.Context, snap *etcdv1alpha2.EtcdSnapshot, backup *backupsv1alpha1.Backup) error {
 	want := ownerRef("Backup", backup.Name, backup.UID)
-	if len(snap.OwnerReferences) == 1 && snap.OwnerReferences[0].UID == want.UID && snap.Labels[backupsv1alpha1.SnapshotHistoryLabel] == "true" {
+	if len(snap.OwnerReferences) == 1 && snap.OwnerReferences[0].UID == want.UID &&
+		!controllerutil.ContainsFinalizer(snap, backupsv1alpha1.SnapshotRecordFinalizer) &&
+		snap.Labels[backupsv1alpha1.SnapshotHistoryLabel] == "true" {
 		return nil
 	}
 	patch := client.MergeFromWithOptions(snap.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	snap.OwnerReferences = []metav1.OwnerReference{want}
+	controllerutil.RemoveFinalizer(snap, backupsv1alpha1.SnapshotRecordFinalizer)
 	if snap.Labels == nil {
 		snap.Labels = map[string]string{}
 	}
 	snap.Labels[backupsv1alpha1.SnapshotHistoryLabel] = "true"
 	if err := r.Patch(ctx, snap, patch); err != nil {
 		return fmt.Errorf("hand EtcdSnapshot %s to Backup %s: %w", snap.Name, backup.Name, err)
+	}
+	return nil
+}
+
+// releaseSnapshot lets go of a snapshot no Backup will record (it failed,
+// or its job was deleted and the deadline passed): its owner decides when
+// it goes.
+func (r *Reconciler) releaseSnapshot(ctx context.Context, snap *etcdv1alpha2.EtcdSnapshot) error {
+	if !controllerutil.ContainsFinalizer(snap, backupsv1alpha1.SnapshotRecordFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(snap.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(snap, backupsv1alpha1.SnapshotRecordFinalizer)
+	if err := r.Patch(ctx, snap, patch); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release EtcdSnapshot %s/%s: %w", snap.Namespace, snap.Name, err)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package backupjob
 import (
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
@@ -20,6 +22,10 @@ type outcome struct {
 	// to end whatever the deadline (a snapshot abandoned mid-way would
 	// still land in S3, with no Backup to account for it).
 	following bool
+	// started is when the job's snapshot was created: the job's start
+	// when it wrote no status before it (it went straight to its
+	// snapshot).
+	started *metav1.Time
 	// err is a transient failure: nothing is written and the reconcile is
 	// retried with backoff.
 	err error

@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -27,21 +27,18 @@ const (
 	annotationParameters     = "etcd-backup-driver.cozystack.io/parameters"
 	annotationDeletionPolicy = "etcd-backup-driver.cozystack.io/deletion-policy"
 	annotationEtcdVersion    = "etcd-backup-driver.cozystack.io/etcd-version"
+	// annotationJobRefs holds the job's applicationRef and planRef, which
+	// its Backup repeats: a job deleted while its snapshot runs is gone
+	// when the Backup is recorded.
+	annotationJobRefs = "etcd-backup-driver.cozystack.io/job-refs"
 )
 
-// ownSnapshot returns the job's EtcdSnapshot (from the cache, or live once
-// it is history), nil if there is none, or a terminal outcome if the name
-// is taken by something else.
+// ownSnapshot returns the job's EtcdSnapshot from the cache, nil if the
+// cache has none (history is not cached: see held), or a terminal outcome
+// if the name is taken by something else.
 func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.BackupJob) (*etcdv1alpha2.EtcdSnapshot, *outcome) {
 	var snap etcdv1alpha2.EtcdSnapshot
 	err := r.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
-	if apierrors.IsNotFound(err) && startedSnapshot(job) {
-		// Handed to its Backup, the snapshot is history and not cached:
-		// the job did not record its end yet (it crashed in between,
-		// or its status write conflicted), and recording it needs the
-		// snapshot, whatever became of its class or strategy since.
-		err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, &snap)
-	}
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -61,11 +58,25 @@ func (r *Reconciler) ownSnapshot(ctx context.Context, job *backupsv1alpha1.Backu
 	return &snap, nil
 }
 
-// startedSnapshot: the job got as far as creating its snapshot (it holds
-// the in-flight finalizer, put on just before the create, or says Running).
-func startedSnapshot(job *backupsv1alpha1.BackupJob) bool {
-	return controllerutil.ContainsFinalizer(job, backupsv1alpha1.BackupJobSnapshotFinalizer) ||
-		job.Status.Phase == backupsv1alpha1.BackupJobPhaseRunning
+// held applies o, an outcome that keeps job from starting its snapshot,
+// unless the snapshot exists after all. Handed to its Backup, a snapshot
+// is history, which the cache does not hold: a job that crashed between
+// the hand-over and its status write is found here, by one live read on
+// this path only, and finished, whatever became of its class, strategy or
+// slot since.
+func (r *Reconciler) held(ctx context.Context, job *backupsv1alpha1.BackupJob, o outcome) (ctrl.Result, error) {
+	snap := &etcdv1alpha2.EtcdSnapshot{}
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: job.Namespace, Name: SnapshotName(job)}, snap)
+	switch {
+	case apierrors.IsNotFound(err):
+		return r.apply(ctx, job, o)
+	case err != nil:
+		return r.apply(ctx, job, retry(err))
+	}
+	if out := checkOwned(job, snap); out != nil {
+		return r.apply(ctx, job, *out)
+	}
+	return r.apply(ctx, job, r.follow(ctx, job, snap))
 }
 
 // createSnapshot creates the job's EtcdSnapshot. If it already exists (the
@@ -109,6 +120,10 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 	if err != nil {
 		return nil, fmt.Errorf("encode parameters: %w", err)
 	}
+	refs, err := json.Marshal(jobRefs{ApplicationRef: job.Spec.ApplicationRef, PlanRef: job.Spec.PlanRef})
+	if err != nil {
+		return nil, fmt.Errorf("encode the job's references: %w", err)
+	}
 	d := p.destination
 	snap := &etcdv1alpha2.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{
@@ -120,8 +135,12 @@ func newSnapshot(job *backupsv1alpha1.BackupJob, p *plan) (*etcdv1alpha2.EtcdSna
 				annotationParameters:     string(params),
 				annotationDeletionPolicy: string(p.deletionPolicy),
 				annotationEtcdVersion:    p.etcdVersion,
+				annotationJobRefs:        string(refs),
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef("BackupJob", job.Name, job.UID)},
+			// Held until its Backup is recorded, set in the create
+			// itself: no write of its own.
+			Finalizers: []string{backupsv1alpha1.SnapshotRecordFinalizer},
 		},
 		Spec: etcdv1alpha2.EtcdSnapshotSpec{
 			ClusterRef: corev1.LocalObjectReference{Name: ClusterName},

@@ -18,41 +18,66 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
-// deadline is when the job's waits run out.
-func (r *Reconciler) deadline(job *backupsv1alpha1.BackupJob) time.Time {
-	start := r.Clock.Now()
-	if job.Status.StartedAt != nil {
-		start = job.Status.StartedAt.Time
+// deadline is when the waits of a job that started at start run out (nil:
+// it starts now).
+func (r *Reconciler) deadline(start *metav1.Time) time.Time {
+	t := r.Clock.Now()
+	if start != nil {
+		t = start.Time
 	}
-	return start.Add(r.Deadline)
+	return t.Add(r.Deadline)
 }
 
 func (r *Reconciler) pastDeadline(job *backupsv1alpha1.BackupJob) bool {
-	return job.Status.StartedAt != nil && !r.Clock.Now().Before(r.deadline(job))
+	return r.pastFrom(job.Status.StartedAt)
+}
+
+func (r *Reconciler) pastFrom(start *metav1.Time) bool {
+	return start != nil && !r.Clock.Now().Before(r.deadline(start))
+}
+
+// startOf is when job started: as recorded, else when its snapshot was
+// created (a job that went straight to its snapshot wrote no status).
+func startOf(job *backupsv1alpha1.BackupJob, o outcome) *metav1.Time {
+	if job.Status.StartedAt != nil || o.started == nil || o.started.IsZero() {
+		return job.Status.StartedAt
+	}
+	return o.started
 }
 
 // apply records an outcome: at most one status patch, made only when the
 // status changes, guarded by the resourceVersion so a stale read can never
 // overwrite newer status. Waits past the deadline become failures; waits
 // within it requeue at the deadline (the only timer; progress comes from
-// watches).
+// watches). A job that went straight to its snapshot writes no status
+// until the snapshot ends (or the deadline passes): its Running state is
+// the snapshot itself, and the one write is its end.
 func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, o outcome) (ctrl.Result, error) {
 	if o.err != nil {
 		return ctrl.Result{}, o.err
 	}
 	now := r.Clock.Now()
+	start := startOf(job, o)
+	past := r.pastFrom(start)
 	switch {
 	case o.terminal():
-	case o.following && r.pastDeadline(job):
+	case o.following && past:
 		o.message += fmt.Sprintf(" (past the %s deadline: the snapshot is followed until the operator ends it)", r.Deadline)
-	case r.pastDeadline(job):
+	case o.following && job.Status.Phase == "":
+		// Nothing written yet: the snapshot's watch wakes the job at
+		// its end, the deadline timer before then.
+		return ctrl.Result{RequeueAfter: r.deadline(start).Sub(now)}, nil
+	case past:
 		o = failed(backupsv1alpha1.BackupReasonDeadlineExceeded, "gave up after %s: %s", r.Deadline, o.message)
 	}
 	o.message = textlimit.Message(o.message)
 
 	next := job.Status.DeepCopy()
 	if next.StartedAt == nil {
-		next.StartedAt = &metav1.Time{Time: now}
+		next.StartedAt = start
+		if start == nil {
+			next.StartedAt = &metav1.Time{Time: now}
+		}
 	}
 	next.Phase, next.Message = o.phase, o.message
 	if o.backupRef != "" {
@@ -84,13 +109,13 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 		}
 		r.transitioned(ctx, job, prev, o)
 	}
-	if o.terminal() || o.following && r.pastDeadline(job) {
+	if o.terminal() || o.following && past {
 		// Watches on the snapshot wake a following job from here on.
 		return ctrl.Result{}, nil
 	}
 	// Wake at the deadline: a wait then fails, a followed snapshot says
 	// it is past it.
-	return ctrl.Result{RequeueAfter: r.deadline(job).Sub(now)}, nil
+	return ctrl.Result{RequeueAfter: r.deadline(job.Status.StartedAt).Sub(now)}, nil
 }
 
 // conflictRetry is how soon a job whose status write met a newer version
@@ -98,8 +123,11 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 // that has already happened.
 const conflictRetry = 100 * time.Millisecond
 
-// transitioned logs a status change and, when the job ends, emits its
-// Event and metrics.
+// transitioned logs a status change and, when the job ends, counts it in
+// the metrics; a job that failed gets a Warning Event. A success has no
+// Event: the Ready condition says it, with the Backup it recorded (one
+// Normal Event per tenant per scheduled backup was most of the Events a
+// platform's driver wrote, and told nothing the status does not).
 func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.BackupJob, prev *backupsv1alpha1.BackupJobStatus, o outcome) {
 	prevReason := ""
 	if c := meta.FindStatusCondition(prev.Conditions, backupsv1alpha1.ConditionReady); c != nil {
@@ -113,11 +141,9 @@ func (r *Reconciler) transitioned(ctx context.Context, job *backupsv1alpha1.Back
 		// The Ready condition tells each step; the Event tells the end.
 		return
 	}
-	eventType := corev1.EventTypeNormal
 	if o.phase == backupsv1alpha1.BackupJobPhaseFailed {
-		eventType = corev1.EventTypeWarning
+		r.Recorder.Eventf(job, nil, corev1.EventTypeWarning, o.reason, string(o.phase), "%s", textlimit.Note(o.message))
 	}
-	r.Recorder.Eventf(job, nil, eventType, o.reason, string(o.phase), "%s", textlimit.Note(o.message))
 	result := "failed"
 	if o.phase == backupsv1alpha1.BackupJobPhaseSucceeded {
 		result = "succeeded"

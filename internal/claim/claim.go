@@ -122,11 +122,17 @@ func (s Store) Acquire(ctx context.Context, rj *backupsv1alpha1.RestoreJob, t Ta
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
 	}
 	err := s.Client.Create(ctx, lease)
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	if err == nil {
+		// The create is the test-and-set: it made our Lease, and its
+		// answer is the stored object.
+		return holderOf(lease), nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("claim %s: %w", t, err)
 	}
-	// Read back through the API server: the create either made our Lease
-	// or lost to an existing one, and only the stored object says whose.
+	// Lost to an existing Lease (or ours, made by a try whose answer was
+	// lost): only the stored object, read through the API server, says
+	// whose.
 	return s.LiveStore().Get(ctx, t)
 }
 

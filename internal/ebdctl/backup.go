@@ -210,6 +210,12 @@ func (e *env) followBackup(ctx context.Context, c client.WithWatch, job *backups
 			case *etcdv1alpha2.EtcdSnapshot:
 				if !u.deleted {
 					showSnapshot(p, snapshots, obj)
+					if last.reason == "" {
+						// A job that went straight to its snapshot
+						// writes no status until its end: the
+						// snapshot is its progress.
+						p.setStatus(fmt.Sprintf("%s: EtcdSnapshot %s", backupsv1alpha1.BackupJobPhaseRunning, orDash(string(obj.Status.Phase))))
+					}
 				}
 			}
 		}

@@ -35,6 +35,9 @@ import (
 // resourceVersion the decision saw, so a decision made on a stale view
 // cannot overwrite newer status (it conflicts and is retried).
 func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bool, error) {
+	if quiet(o, d) {
+		return false, nil
+	}
 	prevReason := readyReason(o.job)
 	want := desiredStatus(o, d)
 	if equality.Semantic.DeepEqual(want, o.job.Status) {
@@ -63,6 +66,26 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 			d.reason == backupsv1alpha1.ReasonReplacingRecreatedCluster)
 	}
 	return true, nil
+}
+
+// quiet: d is a quick step that the next reconcile follows at once (hand
+// the safety snapshot over, capture, suspend the HelmRelease): it writes
+// no status of its own. The next write (the staging's, before it starts
+// its Job) carries what they did: the conditions are derived from what is
+// observed (SafetyBackup, EtcdClusterSpecCaptured), and none of these
+// steps destroys anything. Three status writes of a restore's dozen were
+// these.
+func quiet(o *observation, d decision) bool {
+	if o.job.Status.StartedAt == nil || o.job.Status.Phase.IsTerminal() {
+		return false
+	}
+	switch {
+	case d.state == stateHandOverSnapshot && d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded,
+		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
+		d.state == stateSuspendHelmRelease && d.reason == backupsv1alpha1.ReasonHelmReleaseSuspended:
+		return true
+	}
+	return false
 }
 
 // act takes the one step of d and reports whether it wrote anything.
@@ -112,7 +135,16 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateRecordSafetyBackup:
 		return r.recordSafetyBackup(ctx, o)
 	case stateHandOverSnapshot:
-		return r.handOverSnapshot(ctx, o)
+		if err := r.handOverSnapshot(ctx, o); err != nil {
+			return err
+		}
+		if d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded && o.safetyBackup != nil {
+			// A milestone whose step writes no status (quiet): its
+			// Event goes with the step.
+			r.event(o, d.reason, fmt.Sprintf("Backup %s/%s holds the data as it was before the restore (restore from it to go back)",
+				o.job.Namespace, o.safetyBackup.Name), false)
+		}
+		return nil
 	case stateAbandonSafetySnapshot:
 		return r.abandonSafetySnapshot(ctx, o)
 	case stateCapture:

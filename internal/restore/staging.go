@@ -57,6 +57,19 @@ func decideStaging(o *observation) (decision, bool) {
 	return decision{state: stateWaitStaging, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
 }
 
+// stagingDecides: decideStaging still judges the staging (and so its
+// claim), which ends with the purge. Reading the claim at every step up to
+// the hand-back was most of a restore's API requests.
+func stagingDecides(o *observation) bool {
+	if outcomeOf(o.job) != nil || purged(o.job) || o.capture == nil {
+		return false
+	}
+	if o.cluster == nil {
+		return o.capture.from != "" // restoring into an absent cluster
+	}
+	return o.cluster.GetDeletionTimestamp().IsZero()
+}
+
 func reportSuffix(o *observation) string {
 	if o.stagingReport == "" {
 		return ""
@@ -243,9 +256,10 @@ func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 		return nil
 	}
 	o.staging = j
-	if outcomeOf(o.job) == nil {
+	if stagingDecides(o) {
 		// The claim is read live (the PVC cache holds member PVCs only):
-		// a Job without its claim would never run.
+		// a Job without its claim would never run, and a claim that is
+		// not this job's is refused.
 		pvc := &corev1.PersistentVolumeClaim{}
 		err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, pvc)
 		switch {

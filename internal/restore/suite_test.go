@@ -107,13 +107,13 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		writer := interceptor.NewClient(direct, writes.funcs())
-		claims := claim.Store{Client: writer, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: testenv.DriverNamespace}
+		claims := claim.Store{Client: writer, Reader: mgr.GetClient(), Live: countingReader{mgr.GetAPIReader()}, Namespace: testenv.DriverNamespace}
 		testClaims = claim.Store{Client: k, Reader: k, Namespace: testenv.DriverNamespace}
 		r := &Reconciler{
 			Client: writer,
 			// Decisions read the cache, as in the driver's manager.
 			Reader:     &flakyReader{Reader: mgr.GetClient()},
-			LiveReader: mgr.GetAPIReader(),
+			LiveReader: countingReader{mgr.GetAPIReader()},
 			Recorder:   mgr.GetEventRecorder("etcd-restore"),
 			Deadline:   30 * time.Minute,
 			Namespace:  testenv.DriverNamespace,

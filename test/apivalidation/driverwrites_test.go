@@ -66,8 +66,10 @@ func TestDriverWritesPassStrictValidation(t *testing.T) {
 				"etcd-backup-driver.cozystack.io/strategy-name":   "default-etcd",
 				"etcd-backup-driver.cozystack.io/parameters":      `{"bucket":"etcd-backups"}`,
 				"etcd-backup-driver.cozystack.io/deletion-policy": "Retain",
+				"etcd-backup-driver.cozystack.io/job-refs":        `{"applicationRef":{"apiGroup":"apps.cozystack.io","kind":"Etcd","name":"etcd"},"planRef":{"name":"nightly"}}`,
 			},
 			OwnerReferences: []metav1.OwnerReference{ownerRef},
+			Finalizers:      []string{backupsv1alpha1.SnapshotRecordFinalizer},
 		},
 		Spec: etcdv1alpha2.EtcdSnapshotSpec{
 			ClusterRef: corev1.LocalObjectReference{Name: backupjob.ClusterName},

@@ -79,17 +79,19 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		// are coloured.
 		g.Expect(raw).To(ContainSubstring("\r\x1b[K"))
 		g.Expect(raw).To(ContainSubstring("\x1b[32mSucceeded\x1b[0m"))
-		g.Expect(raw).To(MatchRegexp(`[|/\\-] Running: EtcdBackupRunning \(\d+s\)`))
+		g.Expect(raw).To(MatchRegexp(`[|/\\-] Running: EtcdSnapshot \S+ \(\d+s\)`))
 
-		// What stays on the screen, in order: the job created, the steps
-		// as they happened, the snapshot with its size and the job's end
+		// What stays on the screen, in order: the job created, the
+		// snapshot's steps as they happened, the snapshot with its size and the job's end
 		// (two watches: either may be told first), and the Backup.
 		lines := screen(raw)
 		complete := regexp.MustCompile(`^\[ *\d+\.\ds\] EtcdSnapshot \S+: Complete, \d+\.\d[KM]iB \(\d+ bytes\)$`)
 		succeeded := regexp.MustCompile(`^\[ *\d+\.\ds\] Succeeded BackupCompleted: Backup manual holds s3://`)
 		want := []*regexp.Regexp{
 			regexp.MustCompile(`^backupjob ` + tn.ns + `/manual created \(application etcd, class ` + tn.class + `\)$`),
-			regexp.MustCompile(`^\[ *\d+\.\ds\] Running EtcdBackupRunning: `),
+			// The job writes its status once, at its end: the snapshot
+			// tells its progress.
+			regexp.MustCompile(`^\[ *\d+\.\ds\] EtcdSnapshot \S+: (-|Pending|Started)$`),
 			regexp.MustCompile(complete.String() + "|" + succeeded.String()),
 			regexp.MustCompile(complete.String() + "|" + succeeded.String()),
 			regexp.MustCompile(`^Backup manual: \d+\.\d[KM]iB, taken \S+, s3://\S+$`),

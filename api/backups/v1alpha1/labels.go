@@ -31,12 +31,17 @@ const (
 	// Backups: deleting one waits until the driver has removed its
 	// EtcdSnapshot and, by the recorded policy, its S3 object.
 	BackupCleanupFinalizer = "strategy.backups.cozystack.io/etcd-backup-cleanup"
-	// BackupJobSnapshotFinalizer is on an Etcd BackupJob from just before
-	// its EtcdSnapshot is created until the job ends: deleting the job
-	// while the snapshot runs waits for the snapshot, so an object that
-	// lands in S3 is recorded as a Backup instead of orphaned. It is
-	// released at the backup deadline whatever the snapshot does.
+	// BackupJobSnapshotFinalizer was put on an Etcd BackupJob by earlier
+	// releases while its EtcdSnapshot ran; the driver now only removes it
+	// (SnapshotRecordFinalizer, on the snapshot, took its place).
 	BackupJobSnapshotFinalizer = "strategy.backups.cozystack.io/etcd-snapshot-in-flight"
+	// SnapshotRecordFinalizer is on the EtcdSnapshot a BackupJob creates,
+	// from its create until its Backup is recorded (removed in the same
+	// write that hands the snapshot to the Backup), it fails, or, for a
+	// job deleted meanwhile, the backup deadline passes: a job deleted
+	// while its snapshot runs goes at once, and the snapshot it leaves is
+	// still recorded as a Backup instead of orphaning its S3 object.
+	SnapshotRecordFinalizer = "strategy.backups.cozystack.io/etcd-backup-record"
 )
 
 // Condition types written on BackupJobs and RestoreJobs.
