@@ -55,7 +55,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error
 		Owns(&etcdv1alpha2.EtcdSnapshot{}).
 		// A snapshot that ends frees a slot for the jobs waiting in its
 		// namespace.
-		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(nil)), builder.WithPredicates(snapshotEnds)).
+		Watches(&etcdv1alpha2.EtcdSnapshot{}, handler.EnqueueRequestsFromMapFunc(r.slotFreed(r.jobsIn(nil))), builder.WithPredicates(snapshotEnds)).
 		Watches(&etcdv1alpha2.EtcdCluster{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(nil))).
 		Watches(&appsv1alpha1.Etcd{}, handler.EnqueueRequestsFromMapFunc(r.jobsIn(appName))).
 		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfClaim)).

@@ -10,7 +10,9 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -120,6 +122,17 @@ func (b *slotBook) unseen(ns string, cached map[string]bool, now time.Time) []st
 		delete(b.recent, ns)
 	}
 	return out
+}
+
+// slotFreed forgets a snapshot that ended (or went: handed to its Backup,
+// history leaves the cache) in the slot book, then maps the event on. A
+// snapshot that ends within unseenFor of its start must not keep counting
+// as started but unseen: nothing else would wake the jobs it holds back.
+func (r *Reconciler) slotFreed(next handler.MapFunc) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		r.slots.ended(o.GetNamespace(), o.GetName())
+		return next(ctx, o)
+	}
 }
 
 // snapshotEnds passes the events that free a slot: a snapshot ending or
