@@ -132,10 +132,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if out != nil {
 		return r.held(ctx, &job, *out)
 	}
+	// Booked before the create, so that the snapshot's end, which can
+	// only come after it, always finds the booking to clear.
+	r.slots.started(job.Namespace, SnapshotName(&job), r.Clock.Now())
 	snap, out = r.createSnapshot(ctx, &job, p)
 	if out != nil {
+		r.slots.ended(job.Namespace, SnapshotName(&job))
 		return r.apply(ctx, &job, *out)
 	}
-	r.slots.started(job.Namespace, snap.Name, r.Clock.Now())
 	return r.apply(ctx, &job, r.follow(ctx, &job, snap))
 }

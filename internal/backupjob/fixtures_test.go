@@ -169,7 +169,10 @@ func (w *world) awaitSnapshot(job *backupsv1alpha1.BackupJob) *etcdv1alpha2.Etcd
 	w.t.Helper()
 	w.get(job)
 	var snap etcdv1alpha2.EtcdSnapshot
-	w.g.Eventually(func() int { return len(w.snapshotsOf(job)) }).WithTimeout(30 * time.Second).Should(Equal(1))
+	w.g.Eventually(func() int { return len(w.snapshotsOf(job)) }).WithTimeout(30*time.Second).Should(Equal(1),
+		func() string {
+			return fmt.Sprintf("BackupJob status: %+v", w.get(job).(*backupsv1alpha1.BackupJob).Status)
+		})
 	snap = w.snapshotsOf(job)[0]
 	return &snap
 }
