@@ -136,8 +136,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// only come after it, always finds the booking to clear.
 	r.slots.started(job.Namespace, SnapshotName(&job), r.Clock.Now())
 	snap, out = r.createSnapshot(ctx, &job, p)
-	if out != nil {
+	if out != nil || snap.Ended() {
+		// Not created, or it existed and has ended (history the cache
+		// no longer shows, met by a reconcile of a stale copy of the
+		// job): no end event will come to clear the booking.
 		r.slots.ended(job.Namespace, SnapshotName(&job))
+	}
+	if out != nil {
 		return r.apply(ctx, &job, *out)
 	}
 	return r.apply(ctx, &job, r.follow(ctx, &job, snap))

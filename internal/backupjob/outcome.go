@@ -2,6 +2,7 @@ package backupjob
 
 import (
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,6 +27,10 @@ type outcome struct {
 	// when it wrote no status before it (it went straight to its
 	// snapshot).
 	started *metav1.Time
+	// recheck, when set, is how soon a waiting job is looked at again:
+	// it waits on something no watch reports (a snapshot the driver
+	// started that the cache does not show).
+	recheck time.Duration
 	// err is a transient failure: nothing is written and the reconcile is
 	// retried with backoff.
 	err error

@@ -45,7 +45,8 @@ func (r *Reconciler) snapshotSlot(ctx context.Context, job *backupsv1alpha1.Back
 		running = append(running, s.Name)
 	}
 	// Snapshots this driver created that the cache does not show yet.
-	running = append(running, r.slots.unseen(job.Namespace, cached, r.Clock.Now())...)
+	unseen := r.slots.unseen(job.Namespace, cached, r.Clock.Now())
+	running = append(running, unseen...)
 	if len(running) < r.MaxSnapshotsPerCluster {
 		return nil, nil
 	}
@@ -56,6 +57,10 @@ func (r *Reconciler) snapshotSlot(ctx context.Context, job *backupsv1alpha1.Back
 	o := waiting(backupsv1alpha1.BackupJobPhasePending, backupsv1alpha1.BackupReasonWaitingForSnapshotSlot,
 		"waiting: %d snapshot(s) of EtcdCluster %s/%s already run (%s) and at most %d run at once (--max-snapshots-per-cluster)",
 		len(running), job.Namespace, ClusterName, strings.Join(shown, ", "), r.MaxSnapshotsPerCluster)
+	if len(unseen) > 0 {
+		// No watch event may follow for a snapshot the cache never showed.
+		o.recheck = unseenFor
+	}
 	return &o, nil
 }
 

@@ -115,7 +115,11 @@ func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, 
 	}
 	// Wake at the deadline: a wait then fails, a followed snapshot says
 	// it is past it.
-	return ctrl.Result{RequeueAfter: r.deadline(job.Status.StartedAt).Sub(now)}, nil
+	wake := r.deadline(job.Status.StartedAt).Sub(now)
+	if o.recheck > 0 && o.recheck < wake {
+		wake = o.recheck
+	}
+	return ctrl.Result{RequeueAfter: wake}, nil
 }
 
 // conflictRetry is how soon a job whose status write met a newer version
