@@ -9,7 +9,9 @@
 //
 // Each reconcile observes the world (observe.go), decides one step with a
 // pure function (state.go and the decide*.go files), and takes it; every
-// API write of the package is in act.go. A crash between any two writes is
+// API write of the package is taken by act.go's act or report (the writes
+// themselves in act.go, safety_writes.go, staging.go and planes.go). A
+// crash between any two writes is
 // survived because the next reconcile decides afresh from what it sees.
 package restore
 
