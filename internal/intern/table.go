@@ -67,23 +67,6 @@ func (t *Table) Bytes(b []byte) []byte {
 	return b
 }
 
-// Map returns m with its keys shared, and the values of keys for which
-// shareValue says so. It builds a new map: a map's keys cannot be
-// replaced in place.
-func (t *Table) Map(m map[string]string, shareValue func(key string) bool) map[string]string {
-	if len(m) == 0 {
-		return m
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		if shareValue(k) {
-			v = t.String(v)
-		}
-		out[t.String(k)] = v
-	}
-	return out
-}
-
 // Len reports how many strings and byte slices t shares.
 func (t *Table) Len() (strs, bytes int) {
 	t.mu.Lock()

@@ -40,13 +40,3 @@ func TestLimitBoundsTheTable(t *testing.T) {
 	c1, c2 := tab.String(fresh("c")), tab.String(fresh("c"))
 	g.Expect(at(c1)).NotTo(Equal(at(c2)))
 }
-
-func TestMapSharesKeysAndChosenValues(t *testing.T) {
-	g := NewWithT(t)
-	tab := New(10)
-	in := map[string]string{fresh("ns"): fresh("tenant-a"), fresh("uid"): fresh("1234")}
-	out := tab.Map(in, func(k string) bool { return k == "ns" })
-	g.Expect(out).To(Equal(in))
-	strs, _ := tab.Len()
-	g.Expect(strs).To(Equal(3)) // ns, uid, tenant-a; not 1234
-}
