@@ -93,9 +93,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return r.apply(ctx, &job, *out)
 	}
 	if snap != nil {
-		if snap.Ended() {
-			r.slots.ended(job.Namespace, snap.Name)
-		}
 		if job.DeletionTimestamp != nil && r.pastDeadline(&job) {
 			// A deleted job waits for its snapshot only until the
 			// deadline: the operator may never finish it.
