@@ -58,9 +58,23 @@ func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[s
 		}
 		by.Label = sel.Add(reqs...)
 		o.ByObject[key] = by
-		kinds[gvk] = by.Label
+		kinds[gvk] = withHistory(by.Label)
 	}
 	return kinds, nil
+}
+
+// withHistory is sel without its exclusion of history EtcdSnapshots: the
+// Sweeper moves every object of a namespace to its shard, history (which
+// no cache holds) included, so labels keep naming the namespace's shard.
+func withHistory(sel labels.Selector) labels.Selector {
+	reqs, _ := sel.Requirements()
+	out := labels.NewSelector()
+	for _, r := range reqs {
+		if r.Key() != backupsv1alpha1.SnapshotHistoryLabel {
+			out = out.Add(r)
+		}
+	}
+	return out
 }
 
 // byObjectOf finds the ByObject entry of gvk in m (its keys are objects,
