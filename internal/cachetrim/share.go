@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/intern"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
@@ -42,6 +43,33 @@ var knownKeys = map[string]bool{
 	artifact.MetaProvenance:      false,
 }
 
+// knownValues are the other strings the driver writes and that repeat in
+// every object: its finalizers, its owners' kinds, the groups and kind of
+// the Etcd application and strategy. Only
+// these are shared; a tenant's own finalizers and owners are left alone.
+var knownValues = map[string]bool{
+	backupsv1alpha1.CleanupFinalizer:           true,
+	backupsv1alpha1.BackupCleanupFinalizer:     true,
+	backupsv1alpha1.BackupJobSnapshotFinalizer: true,
+	backupsv1alpha1.SnapshotRecordFinalizer:    true,
+	backupsv1alpha1.RestoreFinalizer:           true,
+	backupsv1alpha1.GroupVersion.String():      true,
+	"Backup":                                   true,
+	"BackupJob":                                true,
+	"RestoreJob":                               true,
+	"Etcd":                                     true,
+	backupsv1alpha1.DefaultApplicationAPIGroup: true,
+	strategyv1alpha1.GroupVersion.Group:        true,
+}
+
+// shareKnown shares s when the driver wrote it (knownValues).
+func shareKnown(s string) string {
+	if knownValues[s] {
+		return shared.String(s)
+	}
+	return s
+}
+
 // shareMap shares the known keys of m and their repeating values. It
 // returns m itself when it holds no known key.
 func shareMap(m map[string]string) map[string]string {
@@ -68,8 +96,9 @@ func shareMap(m map[string]string) map[string]string {
 	return out
 }
 
-// shareMeta shares what repeats in an object's metadata: its namespace,
-// known label keys and values, finalizers and owners' kinds.
+// shareMeta shares what repeats in an object's metadata: its namespace
+// (namespaces are the platform's, as many as it has), known label keys
+// and values, and the driver's finalizers and owners' kinds.
 func shareMeta(o metav1.Object) {
 	o.SetNamespace(shared.String(o.GetNamespace()))
 	if l := o.GetLabels(); len(l) > 0 {
@@ -77,23 +106,24 @@ func shareMeta(o metav1.Object) {
 	}
 	f := o.GetFinalizers()
 	for i := range f {
-		f[i] = shared.String(f[i])
+		f[i] = shareKnown(f[i])
 	}
 	refs := o.GetOwnerReferences()
 	for i := range refs {
 		r := &refs[i]
-		r.APIVersion, r.Kind = shared.String(r.APIVersion), shared.String(r.Kind)
+		r.APIVersion, r.Kind = shareKnown(r.APIVersion), shareKnown(r.Kind)
 	}
 }
 
-// shareRef shares a typed reference's group, kind and name: an
-// application's or a strategy's, the same in every Backup of it.
+// shareRef shares a typed reference's group and kind when they are the
+// Etcd application's or strategy's, the same in every Backup; the name is
+// tenant-writable and left alone.
 func shareRef(r *backupsv1alpha1.TypedLocalObjectReference) {
-	if r.APIGroup != nil {
+	if r.APIGroup != nil && knownValues[*r.APIGroup] {
 		g := shared.String(*r.APIGroup)
 		r.APIGroup = &g
 	}
-	r.Kind, r.Name = shared.String(r.Kind), shared.String(r.Name)
+	r.Kind = shareKnown(r.Kind)
 }
 
 // shareConditions shares the Verified condition the driver writes on
