@@ -15,7 +15,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 )
 
@@ -87,57 +86,4 @@ func (watchless) Watch(context.Context, client.ObjectList, ...client.ListOption)
 
 func wrap(c client.Client, funcs interceptor.Funcs) client.Client {
 	return interceptor.NewClient(watchless{c}, funcs)
-}
-
-// The first manager hands the completed snapshot to its Backup and "crashes"
-// before the job records its end. The snapshot, now history, is no longer in
-// the driver's cache, and the job's class is deleted meanwhile: the second
-// manager must still find the snapshot (live) and finish the job with its
-// one Backup, not start over against the missing class.
-func TestCrashAfterHandOverFinishesWithoutTheClass(t *testing.T) {
-	w := newWorld(t)
-	w.everything()
-	job := w.job("handed")
-
-	var handed atomic.Bool
-	firstCtx, stopFirst := context.WithCancel(context.Background())
-	w.startDriverCtx(firstCtx, func(o *manager.Options) {
-		o.WrapClient = func(c client.Client) client.Client {
-			return wrap(c, interceptor.Funcs{
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					if handed.Load() {
-						return errCrash
-					}
-					if err := c.Patch(ctx, obj, patch, opts...); err != nil {
-						return err
-					}
-					if s, ok := obj.(*etcdv1alpha2.EtcdSnapshot); ok && s.Labels[backupsv1alpha1.SnapshotHistoryLabel] == "true" {
-						handed.Store(true)
-						return errCrash // the hand-over landed; nothing after it does
-					}
-					return nil
-				},
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-					if handed.Load() {
-						return errCrash
-					}
-					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-				},
-			})
-		}
-	})
-	w.create(job)
-	snap := w.awaitSnapshot(job)
-	w.operatorFinishes(snap, etcdv1alpha2.SnapshotPhaseComplete)
-	w.g.Eventually(handed.Load).WithTimeout(30 * time.Second).Should(BeTrue())
-	stopFirst()
-	w.g.Expect(w.get(job).(*backupsv1alpha1.BackupJob).Status.Phase.IsTerminal()).To(BeFalse())
-	w.g.Expect(env.Client.Delete(w.ctx, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"))).To(Succeed())
-
-	w.startDriver(nil)
-	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
-	w.g.Expect(w.snapshotsOf(job)).To(HaveLen(1))
-	var backups backupsv1alpha1.BackupList
-	w.g.Expect(env.Client.List(w.ctx, &backups, client.InNamespace(w.ns))).To(Succeed())
-	w.g.Expect(backups.Items).To(HaveLen(1))
 }

@@ -13,6 +13,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 )
 
@@ -103,7 +104,8 @@ func TestDeletedJobsSnapshotIsLetGoWhenItFailsOrOutlivesTheDeadline(t *testing.T
 // The driver dies after the Backup is created and before the hand-over
 // (which also lets go of the snapshot), then after the hand-over and before
 // the job's status: each time the next run adopts its own Backup and ends
-// with exactly one Backup and the snapshot handed to it.
+// with exactly one Backup and the snapshot handed to it, even with the
+// job's class deleted in between.
 func TestCrashAroundTheHandOverEndsWithOneBackup(t *testing.T) {
 	for name, failHandOver := range map[string]bool{"before the hand-over": true, "before the status write": false} {
 		t.Run(name, func(t *testing.T) {
@@ -149,6 +151,11 @@ func TestCrashAroundTheHandOverEndsWithOneBackup(t *testing.T) {
 			} else {
 				w.g.Expect(snap.Finalizers).To(BeEmpty(), "the crash came after the hand-over")
 			}
+
+			// Meanwhile the job's class goes: a job whose snapshot exists
+			// finishes without it (after the hand-over the snapshot is
+			// history, out of the cache, and only a live read finds it).
+			w.g.Expect(env.Client.Delete(w.ctx, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"))).To(Succeed())
 
 			w.startDriver(nil)
 			w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
