@@ -88,7 +88,7 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 	r := &restore.Reconciler{
 		Client:     o.client(mgr),
-		Reader:     mgr.GetClient(),
+		Reader:     o.cached(mgr),
 		LiveReader: mgr.GetAPIReader(),
 		Recorder:   d.events,
 		Deadline:   o.RestoreDeadline,

@@ -115,13 +115,21 @@ type Options struct {
 }
 
 // client returns the client controllers of mgr use: it labels what it
-// creates in tenant namespaces with the replica's shard.
+// creates in tenant namespaces with the replica's shard, and confirms live
+// that a tenant's cluster object its shard's cache lacks is really absent.
 func (o Options) client(mgr ctrl.Manager) client.Client {
-	c := shard.Stamping(mgr.GetClient(), o.shard(), o.Namespace)
+	c := shard.Stamping(o.cached(mgr), o.shard(), o.Namespace)
 	if o.WrapClient != nil {
 		return o.WrapClient(c)
 	}
 	return c
+}
+
+// cached is mgr's cached client, which, with shards, confirms live what
+// the shard's cache of a tenant's cluster kinds does not hold
+// (shard.Confirming).
+func (o Options) cached(mgr ctrl.Manager) client.Client {
+	return shard.Confirming(mgr.GetClient(), mgr.GetAPIReader(), o.shard(), clusterKinds()...)
 }
 
 // DefaultNamespace is the driver's namespace when neither the flag nor

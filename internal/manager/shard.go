@@ -3,7 +3,9 @@ package manager
 import (
 	"fmt"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,23 +20,34 @@ import (
 )
 
 // shardedKinds are the kinds a shard caches only its own objects of: what
-// tenants create (BackupJobs, Plans, RestoreJobs, Backups) and what the
+// tenants create (BackupJobs, Plans, RestoreJobs, Backups), what the
 // driver creates in tenant namespaces (EtcdSnapshots, staging Jobs, and
-// Backups and BackupJobs too). The tenant's cluster, release, application
-// and member PVCs, cluster-scoped classes and strategies, and the claims
-// and captures in the driver's namespace stay visible to every shard.
+// Backups and BackupJobs too), and the tenant's cluster: its EtcdCluster,
+// HelmRelease and member PVCs (the admission policy labels them too). The
+// tenant's application (served, on a real platform, by Cozystack's own API
+// server, which the policy does not reach), cluster-scoped classes and
+// strategies, and the claims and captures in the driver's namespace stay
+// visible to every shard.
 func shardedKinds() []client.Object {
-	return []client.Object{
+	return append([]client.Object{
 		&backupsv1alpha1.BackupJob{}, &backupsv1alpha1.Plan{}, &backupsv1alpha1.RestoreJob{},
 		&backupsv1alpha1.Backup{}, &etcdv1alpha2.EtcdSnapshot{}, &batchv1.Job{},
-	}
+	}, clusterKinds()...)
+}
+
+// clusterKinds are the sharded kinds that make up a tenant's cluster,
+// which the platform (Flux, the etcd-operator, the StatefulSet controller)
+// creates: a shard whose cache lacks one of them confirms the absence live
+// (shard.Confirming), as the object may still carry another shard's label.
+func clusterKinds() []client.Object {
+	return []client.Object{&etcdv1alpha2.EtcdCluster{}, &helmv2.HelmRelease{}, &corev1.PersistentVolumeClaim{}}
 }
 
 // shardCaches narrows o's cache of every sharded kind to s's objects,
 // keeping the selector each kind already has (both must match), and
 // returns the resulting selector of each kind for the shard's Sweeper.
 // Unsharded, o is left alone.
-func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[schema.GroupVersionKind]labels.Selector, error) {
+func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[schema.GroupVersionKind]shard.Selection, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
@@ -45,7 +58,7 @@ func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[s
 		o.ByObject = map[client.Object]cache.ByObject{}
 	}
 	reqs, _ := s.Selector().Requirements()
-	kinds := map[schema.GroupVersionKind]labels.Selector{}
+	kinds := map[schema.GroupVersionKind]shard.Selection{}
 	for _, kind := range shardedKinds() {
 		gvk, err := apiutil.GVKForObject(kind, scheme)
 		if err != nil {
@@ -58,7 +71,7 @@ func shardCaches(o *cache.Options, s shard.Shard, scheme *runtime.Scheme) (map[s
 		}
 		by.Label = sel.Add(reqs...)
 		o.ByObject[key] = by
-		kinds[gvk] = withHistory(by.Label)
+		kinds[gvk] = shard.Selection{Label: withHistory(by.Label), Field: by.Field}
 	}
 	return kinds, nil
 }
@@ -102,7 +115,7 @@ func (o Options) leaderElectionID() string {
 
 // shardSweeper moves misplaced objects of the kinds in sharded to their
 // shard (a no-op unsharded).
-func (o Options) shardSweeper(mgr ctrl.Manager, sharded map[schema.GroupVersionKind]labels.Selector) *shard.Sweeper {
+func (o Options) shardSweeper(mgr ctrl.Manager, sharded map[schema.GroupVersionKind]shard.Selection) *shard.Sweeper {
 	return &shard.Sweeper{Client: o.client(mgr), Reader: mgr.GetAPIReader(), Shard: o.shard(),
 		Kinds: sharded, Interval: o.ShardSweepInterval}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,12 +19,22 @@ import (
 )
 
 // The Sweeper lists namespaces and relabels the objects of the kinds it
-// sweeps (staging Jobs and Plans included, which nothing else patches).
+// sweeps (staging Jobs and Plans included, which nothing else patches; the
+// tenant's EtcdCluster, HelmRelease and member PVCs are patched under the
+// restore's rules).
 //
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=list
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans;restorejobs;backupjobs;backups,verbs=patch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=patch
+
+// Selection selects a shard's objects of one kind: by labels and, where
+// the cache selects by name too (RBAC grants the tenant's EtcdCluster and
+// HelmRelease by name only), by fields. A nil Field selects every name.
+type Selection struct {
+	Label labels.Selector
+	Field fields.Selector
+}
 
 // DefaultSweepInterval is how often a shard moves misplaced objects.
 const DefaultSweepInterval = time.Minute
@@ -44,9 +55,9 @@ type Sweeper struct {
 	Reader client.Reader
 	// Shard is the shard this replica is.
 	Shard Shard
-	// Kinds are the swept kinds, each with the selector of this shard's
+	// Kinds are the swept kinds, each with the selection of this shard's
 	// objects of that kind (the shard's selector and the cache's own).
-	Kinds map[schema.GroupVersionKind]labels.Selector
+	Kinds map[schema.GroupVersionKind]Selection
 	// Interval between sweeps; 0 means DefaultSweepInterval, negative
 	// disables sweeping.
 	Interval time.Duration
@@ -102,7 +113,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // namespaceShards maps each namespace to its shard.
 func (s *Sweeper) namespaceShards(ctx context.Context) (map[string]string, error) {
 	out := map[string]string{}
-	err := s.eachPage(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"), labels.Everything(), func(ns *metav1.PartialObjectMetadata) error {
+	err := s.eachPage(ctx, corev1.SchemeGroupVersion.WithKind("Namespace"), Selection{Label: labels.Everything()}, func(ns *metav1.PartialObjectMetadata) error {
 		out[ns.Name] = strconv.Itoa(Of(ns, s.Shard.Count))
 		return nil
 	})
@@ -112,7 +123,7 @@ func (s *Sweeper) namespaceShards(ctx context.Context) (map[string]string, error
 	return out, nil
 }
 
-func (s *Sweeper) sweepKind(ctx context.Context, gvk schema.GroupVersionKind, sel labels.Selector, shards map[string]string) (int, error) {
+func (s *Sweeper) sweepKind(ctx context.Context, gvk schema.GroupVersionKind, sel Selection, shards map[string]string) (int, error) {
 	moved := 0
 	err := s.eachPage(ctx, gvk, sel, func(obj *metav1.PartialObjectMetadata) error {
 		want, ok := shards[obj.Namespace]
@@ -134,10 +145,14 @@ func (s *Sweeper) sweepKind(ctx context.Context, gvk schema.GroupVersionKind, se
 }
 
 // eachPage lists objects of gvk matching sel, metadata only, page by page.
-func (s *Sweeper) eachPage(ctx context.Context, gvk schema.GroupVersionKind, sel labels.Selector, f func(*metav1.PartialObjectMetadata) error) error {
+func (s *Sweeper) eachPage(ctx context.Context, gvk schema.GroupVersionKind, sel Selection, f func(*metav1.PartialObjectMetadata) error) error {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel}, client.Limit(pageSize)}
+	opts := []client.ListOption{client.MatchingLabelsSelector{Selector: sel.Label}, client.Limit(pageSize)}
+	if sel.Field != nil {
+		opts = append(opts, client.MatchingFieldsSelector{Selector: sel.Field})
+	}
+	fixed := len(opts)
 	for {
 		if err := s.Reader.List(ctx, list, opts...); err != nil {
 			return fmt.Errorf("list %s: %w", gvk.Kind, err)
@@ -150,6 +165,6 @@ func (s *Sweeper) eachPage(ctx context.Context, gvk schema.GroupVersionKind, sel
 		if list.Continue == "" {
 			return nil
 		}
-		opts = append(opts[:2], client.Continue(list.Continue))
+		opts = append(opts[:fixed], client.Continue(list.Continue))
 	}
 }

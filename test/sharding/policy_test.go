@@ -28,6 +28,15 @@ func newNamespace(t *testing.T, prefix, pin string) *corev1.Namespace {
 	return ns
 }
 
+// awaitPolicy waits until the API server, which loads a new policy in the
+// background, applies the suite's admission policy.
+func awaitPolicy(t *testing.T) {
+	t.Helper()
+	probe := newNamespace(t, "probe", "")
+	NewWithT(t).Eventually(platform.ShardLabelled(context.Background(), env.Client, probe.Name, strconv.Itoa(shard.Of(probe, shards)))).
+		WithTimeout(policyWait).Should(Succeed())
+}
+
 // backupJob is a BackupJob of the tenant's application.
 func backupJob(ns, name string) *backupsv1alpha1.BackupJob {
 	return &backupsv1alpha1.BackupJob{
@@ -45,10 +54,7 @@ func backupJob(ns, name string) *backupsv1alpha1.BackupJob {
 func TestAdmissionPolicyLabelsTenantObjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	// The API server loads a new policy in the background.
-	probe := newNamespace(t, "probe", "")
-	g.Eventually(platform.ShardLabelled(ctx, env.Client, probe.Name, strconv.Itoa(shard.Of(probe, shards)))).
-		WithTimeout(policyWait).Should(Succeed())
+	awaitPolicy(t)
 
 	seen := map[int]bool{}
 	for i := range 12 {

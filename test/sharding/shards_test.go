@@ -51,6 +51,18 @@ func inNamespaces(tenants ...*platform.Tenant) func(write) bool {
 	}
 }
 
+// reconciledIn selects writes in any of the tenants' namespaces other than
+// a sweeper's relabelling of a tenant's cluster: the policy labels a
+// cluster by its namespace's name before a test pins the namespace, and
+// the shard that label names moves it.
+func reconciledIn(tenants ...*platform.Tenant) func(write) bool {
+	in := inNamespaces(tenants...)
+	return func(w write) bool {
+		sweep := w.Verb == "patch" && (w.Kind == "EtcdCluster" || w.Kind == "HelmRelease" || w.Kind == "PersistentVolumeClaim")
+		return in(w) && !sweep
+	}
+}
+
 // labelsOf lists the shard labels of the tenant's BackupJobs, Backups and
 // EtcdSnapshots.
 func labelsOf(g Gomega, tn *platform.Tenant) []string {
@@ -77,19 +89,22 @@ func labelsOf(g Gomega, tn *platform.Tenant) []string {
 // shard's replica writes only in its own namespaces (the shard-1 replica
 // never touches a BackupJob of a shard-0 namespace, nor the reverse), and
 // what the driver creates carries its shard. Moving a namespace to the
-// other shard (its label) moves its objects there and the next backup is
-// the new shard's.
+// other shard (its label) moves its objects there, its cluster's included,
+// and the next backup is the new shard's.
 func TestEachShardReconcilesOnlyItsOwn(t *testing.T) {
 	g := NewWithT(t)
 	s0 := startReplica(t, "shard-0", 0, false, nil)
 	s1 := startReplica(t, "shard-1", 1, false, nil)
+	// Shard 2 owns none of the tenants, but its sweeper moves their
+	// clusters when the policy labelled them for shard 2 by their names.
+	startReplica(t, "shard-2", 2, false, nil)
 	a0, b0 := tenantIn(t, "zero-a", "0"), tenantIn(t, "zero-b", "0")
 	a1, b1 := tenantIn(t, "one-a", "1"), tenantIn(t, "one-b", "1")
 	for _, tn := range []*platform.Tenant{a0, a1, b0, b1} {
 		tn.Backup("first", "")
 	}
-	g.Expect(s1.writes.of(inNamespaces(a0, b0))).To(BeEmpty(), "shard 1 wrote in shard 0's namespaces")
-	g.Expect(s0.writes.of(inNamespaces(a1, b1))).To(BeEmpty(), "shard 0 wrote in shard 1's namespaces")
+	g.Expect(s1.writes.of(reconciledIn(a0, b0))).To(BeEmpty(), "shard 1 wrote in shard 0's namespaces")
+	g.Expect(s0.writes.of(reconciledIn(a1, b1))).To(BeEmpty(), "shard 0 wrote in shard 1's namespaces")
 	g.Expect(s0.writes.of(inNamespaces(a0))).NotTo(BeEmpty())
 	g.Expect(s1.writes.of(inNamespaces(b1))).NotTo(BeEmpty())
 	for tn, want := range map[*platform.Tenant]string{a0: "0", b0: "0", a1: "1", b1: "1"} {
@@ -101,9 +116,10 @@ func TestEachShardReconcilesOnlyItsOwn(t *testing.T) {
 	pin(t, a0, "1")
 	g.Eventually(func(g Gomega) {
 		g.Expect(labelsOf(g, a0)).To(ConsistOf("BackupJob 1", "Backup 1", "EtcdSnapshot 1"))
+		g.Expect(clusterLabels(g, a0)).To(HaveEach(HaveSuffix(" 1")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	before := len(s0.writes.of(inNamespaces(a0)))
+	before := len(s0.writes.of(reconciledIn(a0)))
 	a0.Backup("second", "")
-	g.Expect(s0.writes.of(inNamespaces(a0))).To(HaveLen(before), "shard 0 still writes in a namespace it gave away")
+	g.Expect(s0.writes.of(reconciledIn(a0))).To(HaveLen(before), "shard 0 still writes in a namespace it gave away")
 	g.Expect(s1.writes.of(inNamespaces(a0))).NotTo(BeEmpty())
 }
