@@ -26,7 +26,8 @@ const benchShards = 3
 // BENCH_SHARD_TENANTS tenants (3000) labelled by the chart's admission
 // policy. One round of a BackupJob per tenant at once; when a third of
 // them have ended, shard 1's leader is killed (SIGKILL) and its standby
-// must take over. It reports each replica's RSS and CPU for the round,
+// must take over. A fifth replica owns no tenant: its RSS is the part no
+// shard divides. It reports each replica's RSS and CPU for the round,
 // the jobs each finished (their sum must be the number of jobs: none done
 // twice), and that every job ended Succeeded with one Backup.
 func BenchmarkShards(b *testing.B) {
@@ -40,7 +41,7 @@ func BenchmarkShards(b *testing.B) {
 
 	elect := []string{"--shards=" + strconv.Itoa(benchShards), "--leader-elect=true",
 		"--leader-election-namespace=" + testenv.DriverNamespace}
-	names := []string{"shard-0", "shard-1", "shard-2", "shard-1-standby"}
+	names := []string{"shard-0", "shard-1", "shard-2", "shard-1-standby", "no-tenant"}
 	drivers := make([]*driver, len(names))
 	for i := range benchShards {
 		drivers[i] = startDriver(b, append(elect, "--shard="+strconv.Itoa(i))...)
@@ -48,6 +49,11 @@ func BenchmarkShards(b *testing.B) {
 	// The standby starts once shard 1's first replica leads.
 	time.Sleep(3 * time.Second)
 	drivers[3] = startDriver(b, append(elect, "--shard=1")...)
+	// A replica that owns no tenant (shard 3 of 4: the policy labels for
+	// 3) holds what no shard divides: the process itself, the cluster-
+	// scoped classes and strategies, and every tenant's application.
+	drivers[4] = startDriver(b, "--shards=4", "--shard=3", "--leader-elect=true",
+		"--leader-election-namespace="+testenv.DriverNamespace)
 	warm := createBackupJobs(b, tenants[:benchShards], "warm-up")
 	jobs.await(b, warm, envDuration("BENCH_AWAIT", 2*time.Minute))
 
@@ -86,10 +92,11 @@ func BenchmarkShards(b *testing.B) {
 			u, finished = d.usage(b), backupsDone(b, d)
 		}
 		done += finished
-		b.Logf("%s: RSS %.0f MiB (peak %.0f MiB), %.1f CPU-s this round, %.0f BackupJobs finished in all%s",
-			names[i], mib(u.rss), mib(u.hwm), (u.cpu - before[i].cpu).Seconds(), finished,
+		b.Logf("%s: RSS %.0f MiB (RssAnon %.0f MiB, peak %.0f MiB), %.1f CPU-s this round, %.0f BackupJobs finished in all%s",
+			names[i], mib(u.rss), mib(u.anon), mib(u.hwm), (u.cpu - before[i].cpu).Seconds(), finished,
 			map[bool]string{true: " (until killed)"}[i == 1])
 		b.ReportMetric(mib(u.rss), names[i]+"-RSS-MiB")
+		b.ReportMetric(mib(u.anon), names[i]+"-RssAnon-MiB")
 		b.ReportMetric((u.cpu - before[i].cpu).Seconds(), names[i]+"-CPU-s")
 	}
 	b.Logf("%d tenants, %d shards: the round took %s with shard 1's leader killed at %s", n, benchShards, wall.Round(time.Millisecond), killedAt.Round(time.Millisecond))
