@@ -125,13 +125,15 @@ vet: ## go vet the module and test/alerts.
 	cd $(ALERTS_MODULE) && go vet ./...
 
 .PHONY: bench
-bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same) and the sandbox stand-in's three-member start, and print the figures.
+bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H) and the sandbox stand-in's three-member start, and print the figures.
 	go test ./test/bench -run '^$$' -bench 'Backups|Restores' -benchtime 1x -timeout 60m
 	# The shards get an API server of their own: the tenants above would
 	# land, unlabelled, in shard 0.
 	go test ./test/bench -run '^$$' -bench Shards -benchtime 1x -timeout 60m
 	# The same round with one unsharded replica, for comparison.
 	go test ./test/bench -run '^$$' -bench OneReplica -benchtime 1x -timeout 60m
+	# 1,000 Plans written "0 3 * * *" against "H 3 * * *".
+	go test ./test/bench -run '^$$' -bench PlanSpread -benchtime 1x -timeout 60m
 	go test ./internal/sandbox/operator -run '^$$' -bench ThreeMemberStart -benchtime 5x
 
 # The restore's staging binary, which the sandbox's kubelet stand-in runs for
