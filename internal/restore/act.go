@@ -50,7 +50,7 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	r.expect.expect(o.job.UID, jobChangedFrom(before.ResourceVersion), o.now)
 	switch {
 	case d.state == stateConclude:
-		r.event(o, d.reason, d.message, !d.success)
+		r.event(o, d.reason, story(o, d), !d.success)
 		if keepsSuspended(o) {
 			msg := keptSuspendedMessage(o)
 			r.event(o, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, msg, true)
@@ -134,16 +134,9 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateRecordSafetyBackup:
 		return r.recordSafetyBackup(ctx, o)
 	case stateHandOverSnapshot:
-		if err := r.handOverSnapshot(ctx, o); err != nil {
-			return err
-		}
-		if d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded && o.safetyBackup != nil {
-			// A milestone whose step writes no status (quiet): its
-			// Event goes with the step.
-			r.event(o, d.reason, fmt.Sprintf("Backup %s/%s holds the data as it was before the restore (restore from it to go back)",
-				o.job.Namespace, o.safetyBackup.Name), false)
-		}
-		return nil
+		// The safety Backup is told by the SafetyBackup condition and
+		// by the conclusion's Event (story.go), not an Event of its own.
+		return r.handOverSnapshot(ctx, o)
 	case stateAbandonSafetySnapshot:
 		return r.abandonSafetySnapshot(ctx, o)
 	case stateCapture:
@@ -365,14 +358,12 @@ func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation
 }
 
 // milestones are the steps of a restore that get an Event besides its
-// end: what `kubectl describe` must tell (a safety Backup now exists, the
-// cluster is being deleted, the restore rolls back, the revision could not
-// be raised). Every other step is in the Ready condition only, so a
-// restore writes a few Events, not one per step.
+// end: the bad news `kubectl describe` must tell while the restore runs
+// (it rolls back, the revision could not be raised, a re-created cluster
+// is being replaced). The good news (a safety Backup exists, the cluster
+// was purged and re-created) is in the milestone conditions and in the
+// conclusion's Event (story.go), so an ordinary restore writes one Event.
 var milestones = map[backupsv1alpha1.RestoreReason]bool{
-	backupsv1alpha1.ReasonSafetyBackupRecorded:      true,
-	backupsv1alpha1.ReasonSafetySnapshotSkipped:     true,
-	backupsv1alpha1.ReasonPurgingCluster:            true,
 	backupsv1alpha1.ReasonRollingBack:               true,
 	backupsv1alpha1.ReasonHandingBack:               true,
 	backupsv1alpha1.ReasonFenceDisabled:             true,
