@@ -87,6 +87,18 @@ func quiet(o *observation, d decision) bool {
 	return false
 }
 
+// carriedAhead: the status of d, the decision that follows the artifact
+// check, may be written with the check's own write. Not a conclusion or
+// a rollback (report records those, with their Events and metrics), nor
+// a milestone (report's Event fires on the transition).
+func carriedAhead(d decision) bool {
+	switch d.state {
+	case stateIgnore, stateConclude, stateStartRollback, stateFinish:
+		return false
+	}
+	return d.reason != "" && !milestones[d.reason]
+}
+
 // act takes the one step of d and reports whether it wrote anything.
 func (r *Reconciler) act(ctx context.Context, o *observation, d decision) (bool, error) {
 	switch d.state {
@@ -195,6 +207,15 @@ func (r *Reconciler) verify(ctx context.Context, o *observation) error {
 	cond.Message = textlimit.Message(v.message) + " [" + fingerprint(o) + "]"
 	before := o.job.DeepCopy()
 	setConditionRaw(&o.job.Status, cond)
+	if v.ok {
+		// The check changes nothing but this condition, so the decision
+		// that follows it is known now: its status (the safety
+		// snapshot's, as a rule) goes with this write, and the next
+		// reconcile takes that step without a status write of its own.
+		if next := decide(o, r.Deadline); carriedAhead(next) {
+			o.job.Status = desiredStatus(o, next)
+		}
+	}
 	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("record the artifact check on RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
 	}

@@ -16,15 +16,15 @@ import (
 )
 
 // writePoints is every API write a restore makes, in order. Status writes
-// are named by the Ready reason they carry; the quick steps between the
-// safety snapshot and the staging (hand-over, capture, suspension) write
-// none of their own. The crash test fails when the
+// are named by the Ready reason they carry; the artifact check's write
+// carries the safety snapshot's status (the step that follows it), and
+// the quick steps between the safety snapshot and the staging (hand-over,
+// capture, suspension) write none of their own. The crash test fails when the
 // controller makes a write that is not listed here or skips one that is.
 var writePoints = []string{
 	"patch RestoreJob +finalizer",
 	"create Lease",
 	"status VerifyingArtifact",
-	"status ArtifactChecked",
 	"status SafetySnapshotRunning",
 	"create EtcdSnapshot",
 	"create Backup",
