@@ -74,6 +74,13 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 // observed (SafetyBackup, EtcdClusterSpecCaptured), and none of these
 // steps destroys anything. Three status writes of a restore's dozen were
 // these.
+//
+// The re-create of a cluster captured live is quiet too: that the purge
+// is over is read from the world (the captured UID is gone, and a cluster
+// in its place is this job's or replaced), so the next write, the
+// bootstrap's, records TargetPurged with EtcdClusterRecreated. The
+// re-create into an absent cluster keeps its write: there TargetPurged is
+// what says the staging is behind it.
 func quiet(o *observation, d decision) bool {
 	if o.job.Status.StartedAt == nil || o.job.Status.Phase.IsTerminal() {
 		return false
@@ -83,6 +90,8 @@ func quiet(o *observation, d decision) bool {
 		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
 		d.state == stateSuspendHelmRelease && d.reason == backupsv1alpha1.ReasonHelmReleaseSuspended:
 		return true
+	case d.state == stateRecreate && d.reason == backupsv1alpha1.ReasonClusterPurged:
+		return capturedLive(o)
 	}
 	return false
 }

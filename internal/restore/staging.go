@@ -67,7 +67,9 @@ func stagingDecides(o *observation) bool {
 	if o.cluster == nil {
 		return o.capture.from != "" // restoring into an absent cluster
 	}
-	return o.cluster.GetDeletionTimestamp().IsZero()
+	// A cluster this job re-created is past the purge (the quiet re-create
+	// leaves TargetPurged to the bootstrap's write).
+	return o.cluster.GetDeletionTimestamp().IsZero() && !recreatedBy(o)
 }
 
 func reportSuffix(o *observation) string {
