@@ -139,6 +139,14 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		}
 		return r.patchFinalizer(ctx, o.job, true)
 	case stateRemoveFinalizer:
+		// The staging claim is settled first, and again after a crash
+		// in between: the finalizer is the record that it is done, not
+		// the staging Job (a finished one is left to its TTL).
+		if settles(o) {
+			if err := r.settleStaging(ctx, o); err != nil {
+				return err
+			}
+		}
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
 		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
@@ -180,8 +188,6 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.restartPlanes(ctx, o)
 	case stateLiftFence:
 		return r.liftFence(ctx, o)
-	case stateSettleStaging:
-		return r.settleStaging(ctx, o)
 	case stateRestoreProgressDeadline:
 		return r.restoreProgressDeadline(ctx, o)
 	}

@@ -144,8 +144,6 @@ func expectationOf(s state, b before) expectation {
 		return func(o *observation) bool { return o.capture == nil }
 	case stateStage:
 		return func(o *observation) bool { return (o.staging != nil && o.stagingClaim) || o.stagingConflict != "" }
-	case stateSettleStaging:
-		return func(o *observation) bool { return o.staging == nil }
 	case stateRestoreProgressDeadline:
 		return func(o *observation) bool {
 			return o.cluster == nil || o.cluster.UID != b.clusterUID || progressDeadlineRestored(o)

@@ -29,7 +29,7 @@ func TestPurgeRecordedFromTheWorld(t *testing.T) {
 			ours(o, "b", o.capture.source.Key, 1, false)
 		}, false, true},
 		"volumes still there: not purged yet": {func(o *observation) { o.cluster, o.pvcs = nil, 2 }, false, false},
-		"the old cluster still there": {func(o *observation) {}, false, false},
+		"the old cluster still there":         {func(o *observation) {}, false, false},
 		"a capture without the cluster's UID: the re-create writes its own status": {func(o *observation) {
 			gone(o)
 			o.capture.uid = ""

@@ -192,9 +192,17 @@ func stagingSource(o *observation) *etcdv1alpha2.PVCSource {
 	return &etcdv1alpha2.PVCSource{ClaimName: stagingjob.Name(o.job.UID), SubPath: file}
 }
 
+// settles: the restore may have made a staging claim (it took its claim
+// with the revision to raise, or its Job is there).
+func settles(o *observation) bool {
+	return o.staging != nil || (o.opts.bumpRevision() && o.job.Status.StartedAt != nil)
+}
+
 // settleStaging hands the staging claim to the cluster that boots from it
-// (so it lives exactly as long as that cluster) or deletes it, then
-// deletes the Job.
+// (so it lives exactly as long as that cluster) or deletes it, and stops
+// a Job that is still running. A finished Job stays for its Pods' logs
+// until its TTL (stagingjob.TTLAfterFinished): nothing reads it once the
+// claim is settled.
 func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 	name := stagingjob.Name(o.job.UID)
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -213,6 +221,11 @@ func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
+	}
+	if j := o.staging; j == nil || !j.DeletionTimestamp.IsZero() {
+		return nil
+	} else if out, _ := stagingjob.OutcomeOf(j); out != stagingjob.Running {
+		return nil
 	}
 	if err := r.Client.Delete(ctx, o.staging, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete staging Job %s/%s: %w", o.staging.Namespace, o.staging.Name, err)
