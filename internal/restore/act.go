@@ -147,6 +147,7 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 				return err
 			}
 		}
+		r.made.forget(o.job.UID)
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
 		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)

@@ -109,6 +109,9 @@ type observation struct {
 	stagingClaim    bool
 	stagingConflict string
 	stagingReport   string
+	// stagingClaimUnread: the staging is judged on a claim not read yet
+	// (readStagingClaim reads it once the view is caught up).
+	stagingClaimUnread bool
 
 	// planes are the Kamaji control planes storing in the etcd (and those
 	// this job fenced); planePods are the Pods of the fenced ones, read
