@@ -128,7 +128,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The event of a write this view lacks is on its way.
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
-	if err := r.readStagingClaim(ctx, o); err != nil {
+	if err := r.readLate(ctx, o); err != nil {
 		return ctrl.Result{}, err
 	}
 	d := decide(o, r.Deadline)

@@ -110,7 +110,8 @@ func TestHappyPath(t *testing.T) {
 	}
 	g.Expect(writes.of(ns)).To(ContainElement("create EtcdCluster with bootstrap"))
 	g.Expect(countOf(writes.of(ns), "create EtcdCluster with bootstrap")).To(Equal(1))
-	// Past the cache: the credentials (before the claim, and to verify),
+	// Past the cache, and only on views caught up with the driver's own
+	// writes: the credentials (before the claim, and to verify),
 	// the cluster and HelmRelease to capture, the HelmRelease before the
 	// purge, and the staging claim twice: once its Job has finished, to
 	// judge the staging (while the Job runs, the driver knows the claim
@@ -119,6 +120,7 @@ func TestHappyPath(t *testing.T) {
 	// hand-back: 14 times, then 2-3 while the staging was judged.
 	reads := liveReads.of(ns)
 	g.Expect(countOf(reads, "GET PersistentVolumeClaim "+stagingjob.Name(rj.UID))).To(Equal(2), "live reads: %v", reads)
+	g.Expect(countOf(reads, "GET Secret "+testSecret)).To(Equal(2), "live reads: %v", reads)
 	g.Expect(len(reads)).To(BeNumerically("<=", 7), "live reads: %v", reads)
 }
 
