@@ -50,7 +50,7 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	r.expect.expect(o.job.UID, jobChangedFrom(before.ResourceVersion), o.now)
 	switch {
 	case d.state == stateConclude:
-		r.event(o, d.reason, d.message, !d.success)
+		r.event(o, d.reason, story(o, d), !d.success)
 		if keepsSuspended(o) {
 			msg := keptSuspendedMessage(o)
 			r.event(o, backupsv1alpha1.ReasonHelmReleaseKeptSuspended, msg, true)
@@ -74,6 +74,13 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 // observed (SafetyBackup, EtcdClusterSpecCaptured), and none of these
 // steps destroys anything. Three status writes of a restore's dozen were
 // these.
+//
+// The re-create of a cluster captured live is quiet too: that the purge
+// is over is read from the world (the captured UID is gone, and a cluster
+// in its place is this job's or replaced), so the next write, the
+// bootstrap's, records TargetPurged with EtcdClusterRecreated. The
+// re-create into an absent cluster keeps its write: there TargetPurged is
+// what says the staging is behind it.
 func quiet(o *observation, d decision) bool {
 	if o.job.Status.StartedAt == nil || o.job.Status.Phase.IsTerminal() {
 		return false
@@ -83,8 +90,22 @@ func quiet(o *observation, d decision) bool {
 		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
 		d.state == stateSuspendHelmRelease && d.reason == backupsv1alpha1.ReasonHelmReleaseSuspended:
 		return true
+	case d.state == stateRecreate && d.reason == backupsv1alpha1.ReasonClusterPurged:
+		return capturedLive(o)
 	}
 	return false
+}
+
+// carriedAhead: the status of d, the decision that follows the artifact
+// check, may be written with the check's own write. Not a conclusion or
+// a rollback (report records those, with their Events and metrics), nor
+// a milestone (report's Event fires on the transition).
+func carriedAhead(d decision) bool {
+	switch d.state {
+	case stateIgnore, stateConclude, stateStartRollback, stateFinish:
+		return false
+	}
+	return d.reason != "" && !milestones[d.reason]
 }
 
 // act takes the one step of d and reports whether it wrote anything.
@@ -118,6 +139,15 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		}
 		return r.patchFinalizer(ctx, o.job, true)
 	case stateRemoveFinalizer:
+		// The staging claim is settled first, and again after a crash
+		// in between: the finalizer is the record that it is done, not
+		// the staging Job (a finished one is left to its TTL).
+		if settles(o) {
+			if err := r.settleStaging(ctx, o); err != nil {
+				return err
+			}
+		}
+		r.made.forget(o.job.UID)
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
 		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
@@ -134,16 +164,9 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateRecordSafetyBackup:
 		return r.recordSafetyBackup(ctx, o)
 	case stateHandOverSnapshot:
-		if err := r.handOverSnapshot(ctx, o); err != nil {
-			return err
-		}
-		if d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded && o.safetyBackup != nil {
-			// A milestone whose step writes no status (quiet): its
-			// Event goes with the step.
-			r.event(o, d.reason, fmt.Sprintf("Backup %s/%s holds the data as it was before the restore (restore from it to go back)",
-				o.job.Namespace, o.safetyBackup.Name), false)
-		}
-		return nil
+		// The safety Backup is told by the SafetyBackup condition and
+		// by the conclusion's Event (story.go), not an Event of its own.
+		return r.handOverSnapshot(ctx, o)
 	case stateAbandonSafetySnapshot:
 		return r.abandonSafetySnapshot(ctx, o)
 	case stateCapture:
@@ -166,8 +189,6 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.restartPlanes(ctx, o)
 	case stateLiftFence:
 		return r.liftFence(ctx, o)
-	case stateSettleStaging:
-		return r.settleStaging(ctx, o)
 	case stateRestoreProgressDeadline:
 		return r.restoreProgressDeadline(ctx, o)
 	}
@@ -202,6 +223,15 @@ func (r *Reconciler) verify(ctx context.Context, o *observation) error {
 	cond.Message = textlimit.Message(v.message) + " [" + fingerprint(o) + "]"
 	before := o.job.DeepCopy()
 	setConditionRaw(&o.job.Status, cond)
+	if v.ok {
+		// The check changes nothing but this condition, so the decision
+		// that follows it is known now: its status (the safety
+		// snapshot's, as a rule) goes with this write, and the next
+		// reconcile takes that step without a status write of its own.
+		if next := decide(o, r.Deadline); carriedAhead(next) {
+			o.job.Status = desiredStatus(o, next)
+		}
+	}
 	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("record the artifact check on RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
 	}
@@ -365,14 +395,12 @@ func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation
 }
 
 // milestones are the steps of a restore that get an Event besides its
-// end: what `kubectl describe` must tell (a safety Backup now exists, the
-// cluster is being deleted, the restore rolls back, the revision could not
-// be raised). Every other step is in the Ready condition only, so a
-// restore writes a few Events, not one per step.
+// end: the bad news `kubectl describe` must tell while the restore runs
+// (it rolls back, the revision could not be raised, a re-created cluster
+// is being replaced). The good news (a safety Backup exists, the cluster
+// was purged and re-created) is in the milestone conditions and in the
+// conclusion's Event (story.go), so an ordinary restore writes one Event.
 var milestones = map[backupsv1alpha1.RestoreReason]bool{
-	backupsv1alpha1.ReasonSafetyBackupRecorded:      true,
-	backupsv1alpha1.ReasonSafetySnapshotSkipped:     true,
-	backupsv1alpha1.ReasonPurgingCluster:            true,
 	backupsv1alpha1.ReasonRollingBack:               true,
 	backupsv1alpha1.ReasonHandingBack:               true,
 	backupsv1alpha1.ReasonFenceDisabled:             true,

@@ -37,8 +37,8 @@ func decideHandBack(o *observation, out *outcome) decision {
 		}
 	}
 	// The control planes come back first (restarted on a healthy cluster,
-	// then unfenced); the staging claim is settled once the claim is
-	// released.
+	// then unfenced); the staging claim is settled with the finalizer's
+	// removal (act.go), once the claim is released.
 	if d, ok := decidePlanesBack(o); ok {
 		return d
 	}
@@ -51,9 +51,6 @@ func decideHandBack(o *observation, out *outcome) decision {
 	}
 	if heldByUs {
 		return decision{state: stateReleaseClaim}
-	}
-	if o.staging != nil {
-		return decision{state: stateSettleStaging}
 	}
 	// The capture is kept only where it is still the way back: a restore
 	// that failed after the purge. One that never destroyed anything (or

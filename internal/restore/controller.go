@@ -97,6 +97,8 @@ type Reconciler struct {
 
 	// expect holds the writes the cache has not shown yet.
 	expect expectations
+	// made holds the staging claims this process created.
+	made madeClaims
 }
 
 // RevisionReader reads the revision a tenant's live etcd has reached
@@ -125,6 +127,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !r.expect.caughtUp(o) {
 		// The event of a write this view lacks is on its way.
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
+	}
+	if err := r.readLate(ctx, o); err != nil {
+		return ctrl.Result{}, err
 	}
 	d := decide(o, r.Deadline)
 	log.V(1).Info("restore step", "state", d.state, "reason", d.reason)

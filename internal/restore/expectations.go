@@ -143,9 +143,10 @@ func expectationOf(s state, b before) expectation {
 	case stateDeleteCapture:
 		return func(o *observation) bool { return o.capture == nil }
 	case stateStage:
-		return func(o *observation) bool { return (o.staging != nil && o.stagingClaim) || o.stagingConflict != "" }
-	case stateSettleStaging:
-		return func(o *observation) bool { return o.staging == nil }
+		// The claim is known (made by this process) or read once caught up.
+		return func(o *observation) bool {
+			return (o.staging != nil && (o.stagingClaim || o.stagingClaimUnread)) || o.stagingConflict != ""
+		}
 	case stateRestoreProgressDeadline:
 		return func(o *observation) bool {
 			return o.cluster == nil || o.cluster.UID != b.clusterUID || progressDeadlineRestored(o)

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,14 +56,20 @@ func TestProgressDeadlineReturnsToCaptured(t *testing.T) {
 
 // replaceCluster plays someone putting EtcdCluster etcd back after the
 // purge, as the chart renders it (no restore source): it deletes the
-// cluster the restore re-created and creates build(ns) in its place,
-// racing the driver's own re-create until it wins. It returns the UID of
-// the cluster it created.
+// cluster the restore re-created and creates build(ns) in its place. A
+// member PVC it holds meanwhile keeps the driver waiting for the purge, so
+// the driver's own re-create (which writes no status first) cannot win
+// the race. It returns the UID of the cluster it created.
 func replaceCluster(t *testing.T, ns string, build func(ns string) *unstructured.Unstructured) types.UID {
 	t.Helper()
+	g := NewWithT(t)
 	ctx := context.Background()
+	hold := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-etcd-hold", Labels: MemberPVCLabels()},
+		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
+	g.Expect(k.Create(ctx, hold)).To(Succeed())
 	var uid types.UID
-	NewWithT(t).Eventually(func(g Gomega) {
+	g.Eventually(func(g Gomega) {
 		c := &unstructured.Unstructured{}
 		c.SetGroupVersionKind(etcdv1alpha2.GroupVersion.WithKind("EtcdCluster"))
 		err := k.Get(ctx, keyOf(ns, clusterName), c)
@@ -78,6 +86,7 @@ func replaceCluster(t *testing.T, ns string, build func(ns string) *unstructured
 		}
 		g.Expect(uid).NotTo(BeEmpty())
 	}).WithTimeout(30 * time.Second).WithPolling(10 * time.Millisecond).Should(Succeed())
+	g.Expect(k.Delete(ctx, hold)).To(Succeed())
 	return uid
 }
 

@@ -119,9 +119,12 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.PriorWritePermissionsAnnotation))
 	g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.RestartedPodsAnnotation))
 
-	// The Job is gone; the claim belongs to the cluster that boots from it.
-	err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, &batchv1.Job{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "staging Job: %v", err)
+	// The finished Job is left to Kubernetes' TTL (no delete of the
+	// driver's); the claim belongs to the cluster that boots from it.
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, job)).To(Succeed())
+	g.Expect(job.DeletionTimestamp).To(BeNil())
+	g.Expect(job.Spec.TTLSecondsAfterFinished).To(HaveValue(BeEquivalentTo(stagingjob.TTLAfterFinished / time.Second)))
+	g.Expect(countOf(writes.of(ns), "delete Job")).To(BeZero())
 	pvc := &corev1.PersistentVolumeClaim{}
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)).To(Succeed())
 	g.Expect(pvc.OwnerReferences).To(ContainElement(HaveField("UID", c.GetUID())))

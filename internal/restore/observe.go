@@ -19,7 +19,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
 
 // clusterName is the EtcdCluster every etcd application renders.
@@ -63,6 +62,9 @@ type observation struct {
 	// credsErr is why the source's credentials Secret is unusable (nil
 	// when it is, or when it was not read).
 	credsErr error
+	// credsUnread: the credentials are to be checked before the claim
+	// (readCredentials reads them once the view is caught up).
+	credsUnread bool
 	// endpointErr is why the endpoint policy refuses the source's
 	// endpoint (the scheme was judged when it was rendered).
 	endpointErr error
@@ -109,6 +111,9 @@ type observation struct {
 	stagingClaim    bool
 	stagingConflict string
 	stagingReport   string
+	// stagingClaimUnread: the staging is judged on a claim not read yet
+	// (readStagingClaim reads it once the view is caught up).
+	stagingClaimUnread bool
 
 	// planes are the Kamaji control planes storing in the etcd (and those
 	// this job fenced); planePods are the Pods of the fenced ones, read
@@ -207,27 +212,9 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 			return err
 		}
 	}
-	if o.job.Status.StartedAt != nil || o.holder.HeldBy(o.job) {
-		// Checked before the claim; the artifact check reads it again.
-		return nil
-	}
-	_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
-	if errorsIsCredentials(err) {
-		// A tenant may delete the driver's key Secret; the broker writes
-		// it back, as the next BackupJob would.
-		if reissued, rerr := r.reissueKey(ctx, o); rerr != nil {
-			return rerr
-		} else if reissued {
-			_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
-		}
-	}
-	switch {
-	case err == nil:
-	case errorsIsCredentials(err):
-		o.credsErr = err
-	default:
-		return err
-	}
+	// Checked before the claim (readCredentials, once the view is caught
+	// up); the artifact check reads them again.
+	o.credsUnread = o.job.Status.StartedAt == nil && !o.holder.HeldBy(o.job)
 	return nil
 }
 

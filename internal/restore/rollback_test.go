@@ -24,7 +24,6 @@ var rollbackWritePoints = []string{
 	"patch HelmRelease suspend=false",
 	"delete Lease",
 	"patch PersistentVolumeClaim",
-	"delete Job",
 	"patch RestoreJob -finalizer",
 	"status Failed",
 }

@@ -67,7 +67,9 @@ func stagingDecides(o *observation) bool {
 	if o.cluster == nil {
 		return o.capture.from != "" // restoring into an absent cluster
 	}
-	return o.cluster.GetDeletionTimestamp().IsZero()
+	// A cluster this job re-created is past the purge (the quiet re-create
+	// leaves TargetPurged to the bootstrap's write).
+	return o.cluster.GetDeletionTimestamp().IsZero() && !recreatedBy(o)
 }
 
 func reportSuffix(o *observation) string {
@@ -118,7 +120,7 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 		// creates): only the claim is made; the claim does not depend on
 		// the revision, so the live cluster is not asked again.
 		pvc, _ := stagingjob.Build(r.stagingSpec(o, 0))
-		return r.createClaim(ctx, pvc)
+		return r.createClaim(ctx, o, pvc)
 	}
 	var live int64
 	var readErr error
@@ -141,11 +143,17 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create staging Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return r.createClaim(ctx, pvc)
+	return r.createClaim(ctx, o, pvc)
 }
 
-func (r *Reconciler) createClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
-	if err := r.Client.Create(ctx, pvc); err != nil && !apierrors.IsAlreadyExists(err) {
+// createClaim creates the staging claim; one that already exists is read
+// (observeStaging) to tell whose it is.
+func (r *Reconciler) createClaim(ctx context.Context, o *observation, pvc *corev1.PersistentVolumeClaim) error {
+	err := r.Client.Create(ctx, pvc)
+	switch {
+	case err == nil:
+		r.made.add(o.job.UID)
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
 	return nil
@@ -190,9 +198,17 @@ func stagingSource(o *observation) *etcdv1alpha2.PVCSource {
 	return &etcdv1alpha2.PVCSource{ClaimName: stagingjob.Name(o.job.UID), SubPath: file}
 }
 
+// settles: the restore may have made a staging claim (it took its claim
+// with the revision to raise, or its Job is there).
+func settles(o *observation) bool {
+	return o.staging != nil || (o.opts.bumpRevision() && o.job.Status.StartedAt != nil)
+}
+
 // settleStaging hands the staging claim to the cluster that boots from it
-// (so it lives exactly as long as that cluster) or deletes it, then
-// deletes the Job.
+// (so it lives exactly as long as that cluster) or deletes it, and stops
+// a Job that is still running. A finished Job stays for its Pods' logs
+// until its TTL (stagingjob.TTLAfterFinished): nothing reads it once the
+// claim is settled.
 func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 	name := stagingjob.Name(o.job.UID)
 	pvc := &corev1.PersistentVolumeClaim{}
@@ -211,6 +227,11 @@ func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
+	}
+	if j := o.staging; j == nil || !j.DeletionTimestamp.IsZero() {
+		return nil
+	} else if out, _ := stagingjob.OutcomeOf(j); out != stagingjob.Running {
+		return nil
 	}
 	if err := r.Client.Delete(ctx, o.staging, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete staging Job %s/%s: %w", o.staging.Namespace, o.staging.Name, err)
@@ -243,8 +264,33 @@ func (r *Reconciler) ownClaimByCluster(ctx context.Context, o *observation, pvc 
 	return nil
 }
 
+// readStagingClaim reads the staging claim that observeStaging left unread:
+// live (the PVC cache holds member PVCs only), and only on a view that is
+// caught up, the one a decision is taken on, not on every reconcile. A Job
+// without its claim would never run, and a claim that is not this job's is
+// refused.
+func (r *Reconciler) readStagingClaim(ctx context.Context, o *observation) error {
+	if !o.stagingClaimUnread {
+		return nil
+	}
+	o.stagingClaimUnread = false
+	j := o.staging
+	pvc := &corev1.PersistentVolumeClaim{}
+	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, pvc)
+	switch {
+	case err == nil:
+		o.stagingClaim = pvc.Labels[backupsv1alpha1.StagingLabel] == string(o.job.UID)
+		if !o.stagingClaim {
+			o.stagingConflict = fmt.Sprintf("PersistentVolumeClaim %s/%s exists and is not this RestoreJob's staging claim", j.Namespace, j.Name)
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
 // observeStaging reads the restore's staging Job and, when it failed, what
-// its Pods said.
+// its Pods said; the claim is read later (readStagingClaim).
 func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 	j := &batchv1.Job{}
 	found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: stagingjob.Name(o.job.UID)}, j)
@@ -256,23 +302,17 @@ func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 		return nil
 	}
 	o.staging = j
-	if stagingDecides(o) {
-		// The claim is read live (the PVC cache holds member PVCs only):
-		// a Job without its claim would never run, and a claim that is
-		// not this job's is refused.
-		pvc := &corev1.PersistentVolumeClaim{}
-		err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, pvc)
-		switch {
-		case err == nil:
-			o.stagingClaim = pvc.Labels[backupsv1alpha1.StagingLabel] == string(o.job.UID)
-			if !o.stagingClaim {
-				o.stagingConflict = fmt.Sprintf("PersistentVolumeClaim %s/%s exists and is not this RestoreJob's staging claim", j.Namespace, j.Name)
-			}
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", j.Namespace, j.Name, err)
-		}
+	out, _ := stagingjob.OutcomeOf(j)
+	switch {
+	case !stagingDecides(o):
+	case out == stagingjob.Running && r.made.has(o.job.UID):
+		// Created by this process while the Job runs (madeClaims).
+		o.stagingClaim = true
+	default:
+		// Read by readStagingClaim, once the view is caught up.
+		o.stagingClaimUnread = true
 	}
-	if out, _ := stagingjob.OutcomeOf(j); out != stagingjob.Refused && out != stagingjob.Failed {
+	if out != stagingjob.Refused && out != stagingjob.Failed {
 		return nil
 	}
 	var pods corev1.PodList

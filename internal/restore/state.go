@@ -63,11 +63,11 @@ const (
 	// stateWaitStaging waits for it.
 	stateStage
 	stateWaitStaging
-	// Hand-back of the control planes and of the staging claim.
+	// Hand-back of the control planes (the staging claim is settled with
+	// the finalizer's removal).
 	stateRestartControlPlanes
 	stateWaitRestart
 	stateLiftFence
-	stateSettleStaging
 	// stateAbandonSafetySnapshot deletes a safety snapshot that had no
 	// outcome within its bound.
 	stateAbandonSafetySnapshot
@@ -89,7 +89,7 @@ var stateNames = map[state]string{
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
-	stateSettleStaging: "SettleStaging", stateAbandonSafetySnapshot: "AbandonSafetySnapshot",
+	stateAbandonSafetySnapshot:   "AbandonSafetySnapshot",
 	stateRestoreProgressDeadline: "RestoreProgressDeadline",
 }
 

@@ -356,10 +356,14 @@ func TestDecide(t *testing.T) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.hr.Spec.Suspend, o.holder, o.staging = false, nil, nil
 		}, stateDeleteCapture, ""},
-		"concluded, claim released: the staging Job is settled": {func(o *observation) {
+		"concluded, claim released, staging Job there: the capture goes (the claim is settled with the finalizer)": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
 			o.hr.Spec.Suspend, o.holder = false, nil
-		}, stateSettleStaging, ""},
+		}, stateDeleteCapture, ""},
+		"concluded, capture gone, staging Job there: the finalizer goes (with the claim's settling)": {func(o *observation) {
+			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionTrue, backupsv1alpha1.ReasonRestoreCompleted, "x", t0)
+			o.hr.Spec.Suspend, o.holder, o.capture = false, nil, nil
+		}, stateRemoveFinalizer, ""},
 		"concluded failure after the purge keeps the capture": {func(o *observation) {
 			withCondition(o, backupsv1alpha1.RestoreConditionOutcome, metav1.ConditionFalse, backupsv1alpha1.ReasonDeadlineExceeded, "x", t0)
 			withCondition(o, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged, "x", t0)

@@ -106,7 +106,7 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 		}
 		setCondition(st, backupsv1alpha1.RestoreConditionSpecCaptured, metav1.ConditionTrue, backupsv1alpha1.ReasonSpecCaptured, msg)
 	}
-	if d.state == stateRecreate && !purged(o.job) {
+	if (d.state == stateRecreate || purgeSeen(o)) && !purged(o.job) {
 		setCondition(st, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged,
 			"the old EtcdCluster and its PVCs are gone")
 	}
@@ -127,4 +127,16 @@ func setCondition(st *backupsv1alpha1.RestoreJobStatus, t string, s metav1.Condi
 
 func setConditionRaw(st *backupsv1alpha1.RestoreJobStatus, c metav1.Condition) {
 	meta.SetStatusCondition(&st.Conditions, c)
+}
+
+// capturedLive: the capture is of a live cluster, by UID, so whether it is
+// gone can be read from the world.
+func capturedLive(o *observation) bool {
+	return o.capture != nil && o.capture.from == "" && o.capture.uid != ""
+}
+
+// purgeSeen: the cluster captured live and its PVCs are gone, or this job
+// re-created it (the quiet re-create's purge, recorded by the next write).
+func purgeSeen(o *observation) bool {
+	return capturedLive(o) && rollbackOf(o.job) == nil && ((o.cluster == nil && o.pvcs == 0) || recreatedBy(o))
 }

@@ -100,6 +100,11 @@ type Spec struct {
 // it was staged from (s3://bucket/key), for people reading the cluster.
 func SourceAnnotation(file string) string { return "etcd-backup-driver.cozystack.io/source-" + file }
 
+// TTLAfterFinished is how long a finished Job (and its Pods' logs) stays
+// before Kubernetes removes it: the restore deletes only a Job that is
+// still running when it hands back, and settles the claim without it.
+const TTLAfterFinished = 24 * time.Hour
+
 // Name is the Job's and the claim's name: unique per RestoreJob.
 func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid)) }
 
@@ -150,8 +155,9 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 	job := &batchv1.Job{
 		ObjectMeta: *meta.DeepCopy(),
 		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr(int32(BackoffLimit)),
-			ActiveDeadlineSeconds: &deadline,
+			BackoffLimit:            ptr(int32(BackoffLimit)),
+			ActiveDeadlineSeconds:   &deadline,
+			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:      batchv1.PodFailurePolicyActionFailJob,
 				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitRefused}},

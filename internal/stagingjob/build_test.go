@@ -80,6 +80,9 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 	if job.Spec.ActiveDeadlineSeconds == nil || *job.Spec.ActiveDeadlineSeconds != 600 {
 		t.Fatalf("deadline %v", job.Spec.ActiveDeadlineSeconds)
 	}
+	if ttl := job.Spec.TTLSecondsAfterFinished; ttl == nil || *ttl != 86400 {
+		t.Fatalf("TTL after finished %v, want a day", ttl)
+	}
 	rule := job.Spec.PodFailurePolicy.Rules[0]
 	if rule.Action != batchv1.PodFailurePolicyActionFailJob || rule.OnExitCodes.Values[0] != staging.ExitRefused {
 		t.Fatalf("refusal rule %+v", rule)

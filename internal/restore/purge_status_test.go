@@ -1,0 +1,61 @@
+package restore
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// The re-create of a cluster captured live writes no status of its own:
+// whatever write comes next records TargetPurged from the world, so it is
+// never missing once the old cluster and its volumes are gone.
+func TestPurgeRecordedFromTheWorld(t *testing.T) {
+	gone := func(o *observation) { o.cluster, o.pvcs = nil, 0 }
+	for name, tc := range map[string]struct {
+		setup  func(o *observation)
+		quiet  bool // the decision writes no status
+		purged bool // the status written (now or by the next write) records the purge
+	}{
+		"purged: the re-create is quiet": {gone, true, true},
+		"purged, then the deadline: the failure records the purge": {func(o *observation) {
+			gone(o)
+			o.now = t0.Add(31 * time.Minute)
+		}, false, true},
+		"re-created by this job: the bootstrap's write records the purge": {func(o *observation) {
+			ours(o, "b", o.capture.source.Key, 1, false)
+		}, false, true},
+		"volumes still there: not purged yet": {func(o *observation) { o.cluster, o.pvcs = nil, 2 }, false, false},
+		"the old cluster still there":         {func(o *observation) {}, false, false},
+		"a capture without the cluster's UID: the re-create writes its own status": {func(o *observation) {
+			gone(o)
+			o.capture.uid = ""
+		}, false, true},
+		"an absent cluster: the re-create writes its own status": {func(o *observation) {
+			gone(o)
+			o.capture.from = "older-capture"
+			purgedWorld(o)
+		}, false, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := world()
+			o.capture.uid = "old-uid"
+			old := o.cluster
+			tc.setup(o)
+			d := decide(o, 30*time.Minute)
+			g.Expect(quiet(o, d)).To(Equal(tc.quiet), "decision %s", d.state)
+			st := desiredStatus(o, d)
+			if tc.quiet {
+				// The next write is the bootstrap's, on the re-created cluster.
+				o.cluster = old
+				ours(o, "b", o.capture.source.Key, 1, false)
+				st = desiredStatus(o, decide(o, 30*time.Minute))
+			}
+			g.Expect(meta.IsStatusConditionTrue(st.Conditions, backupsv1alpha1.RestoreConditionPurged)).To(Equal(tc.purged), "decision %s", d.state)
+		})
+	}
+}
