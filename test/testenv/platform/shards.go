@@ -3,8 +3,10 @@ package platform
 import (
 	"context"
 	"fmt"
+	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,6 +32,38 @@ func InstallShardPolicy(ctx context.Context, c client.Client, shards int) error 
 		}
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("create %s: %w", kind, err)
+		}
+	}
+	return awaitPolicyMapping(ctx, c)
+}
+
+// awaitPolicyMapping waits until the API server's admission policies know
+// every kind the shard policy matches: they resolve kinds through a
+// discovery mapper the server refreshes every 30 s, and until then
+// refuse a create of a custom kind they match (503, "There can be a
+// delay between when CustomResourceDefinitions are created and when they
+// are available"). A platform's CRDs are long installed; a test's are
+// seconds old. Dry runs: nothing is kept.
+func awaitPolicyMapping(ctx context.Context, c client.Client) error {
+	var objs []client.Object
+	for _, o := range (&Platform{}).TenantObjects(testenv.DriverNamespace) {
+		switch o.(type) {
+		case *corev1.Namespace, *corev1.Secret:
+		default:
+			objs = append(objs, o)
+		}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for _, o := range objs {
+		for {
+			err := c.Create(ctx, o.DeepCopyObject().(client.Object), client.DryRunAll)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the shard policy still refuses %T: %w", o, err)
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 	return nil
