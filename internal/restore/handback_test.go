@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
@@ -65,10 +64,10 @@ func replaceCluster(t *testing.T, ns string, build func(ns string) *unstructured
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	// The finalizer keeps it while the operator deletes a deleted
-	// cluster's member PVCs, this one too.
+	// The operator deletes a deleted cluster's member PVCs, but not one
+	// held.
 	hold := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "data-etcd-hold", Labels: MemberPVCLabels(),
-		Finalizers: []string{"test.etcd-backup-driver.io/hold"}},
+		Annotations: map[string]string{testenv.HeldPVCAnnotation: "true"}},
 		Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}
 	g.Expect(k.Create(ctx, hold)).To(Succeed())
@@ -90,11 +89,7 @@ func replaceCluster(t *testing.T, ns string, build func(ns string) *unstructured
 		}
 		g.Expect(uid).NotTo(BeEmpty())
 	}).WithTimeout(30 * time.Second).WithPolling(10 * time.Millisecond).Should(Succeed())
-	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(hold), hold)).To(Succeed())
-	base := hold.DeepCopy()
-	hold.Finalizers = nil
-	g.Expect(k.Patch(ctx, hold, client.MergeFrom(base))).To(Succeed())
-	g.Expect(client.IgnoreNotFound(k.Delete(ctx, hold))).To(Succeed())
+	g.Expect(k.Delete(ctx, hold)).To(Succeed())
 	return uid
 }
 

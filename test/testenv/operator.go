@@ -170,6 +170,13 @@ func (op *Operator) agentClient(ctx context.Context, dest *etcdv1alpha2.S3Destin
 	return c
 }
 
+// HeldPVCAnnotation marks a member PVC a test holds: the operator does
+// not delete it with its cluster, so it keeps a restore waiting for the
+// purge for as long as the test needs; once the test deletes it, the
+// operator clears its finalizers (the API server's pvc-protection among
+// them) as it does for every member PVC.
+const HeldPVCAnnotation = "test.etcd-backup-driver.io/held"
+
 func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string) bool) {
 	c := &etcdv1alpha2.EtcdCluster{}
 	err := op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: "etcd"}, c)
@@ -180,6 +187,9 @@ func (op *Operator) cluster(ctx context.Context, hold bool, failBoot func(string
 		if op.c.List(ctx, &pvcs, client.InNamespace(op.ns), client.MatchingLabels{"app.kubernetes.io/instance": "etcd"}) == nil {
 			for i := range pvcs.Items {
 				p := &pvcs.Items[i]
+				if p.Annotations[HeldPVCAnnotation] != "" && p.DeletionTimestamp == nil {
+					continue
+				}
 				if len(p.Finalizers) > 0 {
 					p.Finalizers = nil
 					_ = op.c.Update(ctx, p)
