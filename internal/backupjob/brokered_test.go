@@ -54,7 +54,7 @@ func TestBrokeredBackupAndDeletionOnMinIO(t *testing.T) {
 
 	job := w.job("brokered")
 	w.create(job)
-	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 60*time.Second)
+	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 3*time.Minute)
 	snap := w.awaitSnapshot(job)
 	w.g.Expect(snap.Spec.Destination.S3.CredentialsSecretRef.Name).To(Equal(credbroker.SecretName(w.strategy)))
 	key := artifact.ObjectKey(snap.Spec.Destination.S3.Key, snap.Name)
