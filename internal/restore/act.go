@@ -81,11 +81,26 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 // bootstrap's, records TargetPurged with EtcdClusterRecreated. The
 // re-create into an absent cluster keeps its write: there TargetPurged is
 // what says the staging is behind it.
+//
+// The artifact check of a small object (quickCheck) writes no status
+// before it either: its own write, a moment later, records it. And the
+// purge of a cluster captured live, after the staging, writes none: the
+// staging's status already says the purge follows it, and the
+// bootstrap's write records TargetPurged (read from the world, as for
+// the re-create).
 func quiet(o *observation, d decision) bool {
-	if o.job.Status.StartedAt == nil || o.job.Status.Phase.IsTerminal() {
+	if o.job.Status.Phase.IsTerminal() {
+		return false
+	}
+	if d.state == stateVerifyArtifact && d.reason == backupsv1alpha1.ReasonVerifyingArtifact {
+		return quickCheck(o)
+	}
+	if o.job.Status.StartedAt == nil {
 		return false
 	}
 	switch {
+	case (d.state == stateDeleteCluster || d.state == stateWaitPurge) && d.reason == backupsv1alpha1.ReasonPurgingCluster:
+		return capturedLive(o) && o.opts.bumpRevision() && rollbackOf(o.job) == nil && !purged(o.job)
 	case d.state == stateHandOverSnapshot && d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded,
 		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
 		d.state == stateSuspendHelmRelease && d.reason == backupsv1alpha1.ReasonHelmReleaseSuspended:
@@ -148,6 +163,7 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 			}
 		}
 		r.made.forget(o.job.UID)
+		r.creds.forget(o.job.UID)
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
 		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
@@ -243,17 +259,17 @@ func (r *Reconciler) verify(ctx context.Context, o *observation) error {
 // An existing capture of this job is never overwritten: after the purge the
 // live cluster is no longer the one to keep.
 func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
-	// What the capture records comes from the API server, not the cache:
-	// the whole object (unknown fields included) and the HelmRelease's
-	// state as it is now.
+	// The cluster is captured from the API server, not the cache: the
+	// whole object, unknown fields included. The HelmRelease's state comes
+	// from the view this step was decided on, which is caught up with the
+	// driver's own writes. A live read would not close the race with a
+	// human who edits it at the same moment either; it only narrowed it
+	// by the watch's latency.
 	live, err := r.liveModel(ctx, o)
 	if err != nil {
 		return err
 	}
-	hr, err := r.liveHelmRelease(ctx, o)
-	if err != nil {
-		return err
-	}
+	hr := o.hr
 	var rollback *restoreSource
 	if o.safetyBackup != nil {
 		if src, err := artifact.Resolve(o.safetyBackup); err == nil {
@@ -316,37 +332,20 @@ func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, sus
 	return nil
 }
 
-// liveHelmRelease reads the application's HelmRelease from the API server;
-// nil when there is none.
-func (r *Reconciler) liveHelmRelease(ctx context.Context, o *observation) (*helmv2.HelmRelease, error) {
-	if o.app != applicationName {
-		return nil, nil
-	}
-	hr := &helmv2.HelmRelease{}
-	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: o.app}, hr)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read HelmRelease %s/%s: %w", o.job.Namespace, o.app, err)
-	}
-	return hr, nil
-}
-
 // deleteCluster deletes exactly the EtcdCluster that was observed (UID
-// precondition), never one re-created in between, and only once the
-// API server confirms the HelmRelease is suspended (else Flux would put
-// the cluster straight back).
+// precondition), never one re-created in between. The decision to delete
+// saw the HelmRelease suspended on a view caught up with the driver's own
+// writes (decideStep suspends it first, else Flux would put the cluster
+// straight back). A human who resumes it in the milliseconds between is
+// not stopped by a live read either: the chart's cluster Flux then
+// applies is rolled over (rollOver), suspended again and replaced by this
+// restore's.
 func (r *Reconciler) deleteCluster(ctx context.Context, o *observation) error {
-	hr, err := r.liveHelmRelease(ctx, o)
-	if err != nil {
-		return err
-	}
-	if hr != nil && !hr.Spec.Suspend {
-		return fmt.Errorf("HelmRelease %s/%s is not suspended (any more); suspending it before the EtcdCluster is deleted", hr.Namespace, hr.Name)
+	if o.hr != nil && !o.hr.Spec.Suspend {
+		return fmt.Errorf("HelmRelease %s/%s is not suspended (any more); suspending it before the EtcdCluster is deleted", o.hr.Namespace, o.hr.Name)
 	}
 	uid := o.cluster.GetUID()
-	err = r.Client.Delete(ctx, o.cluster, client.Preconditions{UID: &uid})
+	err := r.Client.Delete(ctx, o.cluster, client.Preconditions{UID: &uid})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("delete EtcdCluster %s/%s: %w", o.job.Namespace, clusterName, err)
 	}

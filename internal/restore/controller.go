@@ -99,6 +99,8 @@ type Reconciler struct {
 	expect expectations
 	// made holds the staging claims this process created.
 	made madeClaims
+	// creds holds the credentials read before a claim for its check.
+	creds heldCreds
 }
 
 // RevisionReader reads the revision a tenant's live etcd has reached

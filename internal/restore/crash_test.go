@@ -16,11 +16,12 @@ import (
 )
 
 // writePoints is every API write a restore makes, in order. Status writes
-// are named by the Ready reason they carry; the artifact check's write
-// carries the safety snapshot's status (the step that follows it), the
-// quick steps between the safety snapshot and the staging (hand-over,
-// capture, suspension) write none of their own, and neither does the
-// re-create (the bootstrap's write records the purge). The staging claim
+// are named by the Ready reason they carry; the check of a small object
+// writes no status before it, and its own write carries the safety
+// snapshot's status (the step that follows it); the quick steps between
+// the safety snapshot and the staging (hand-over, capture, suspension)
+// write none of their own, and neither do the purge after the staging and
+// the re-create (the bootstrap's write records the purge). The staging claim
 // is settled with the finalizer's removal; the finished staging Job is
 // left to its TTL. The crash test
 // fails when the controller makes a write that is not listed here or
@@ -28,7 +29,6 @@ import (
 var writePoints = []string{
 	"patch RestoreJob +finalizer",
 	"create Lease",
-	"status VerifyingArtifact",
 	"status SafetySnapshotRunning",
 	"create EtcdSnapshot",
 	"create Backup",
@@ -38,7 +38,6 @@ var writePoints = []string{
 	"status StagingSnapshot",
 	"create Job",
 	"create PersistentVolumeClaim",
-	"status PurgingCluster",
 	"delete EtcdCluster",
 	"create EtcdCluster with bootstrap",
 	"status EtcdClusterBootstrapping",

@@ -18,24 +18,27 @@ func (r *Reconciler) readLate(ctx context.Context, o *observation) error {
 }
 
 // readCredentials checks, before the claim, that the source's credentials
-// Secret is usable; preflight refuses the restore when it is not.
+// Secret is usable; preflight refuses the restore when it is not. What it
+// read is held for the artifact check (heldCreds).
 func (r *Reconciler) readCredentials(ctx context.Context, o *observation) error {
 	if !o.credsUnread {
 		return nil
 	}
 	o.credsUnread = false
-	_, err := s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
+	creds, err := s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
 	if errorsIsCredentials(err) {
 		// A tenant may delete the driver's key Secret; the broker writes
 		// it back, as the next BackupJob would.
 		if reissued, rerr := r.reissueKey(ctx, o); rerr != nil {
 			return rerr
 		} else if reissued {
-			_, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
+			creds, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, o.source.SecretName)
 		}
 	}
 	switch {
 	case err == nil:
+		// The artifact check, the next step, uses what was read.
+		r.creds.hold(o.job.UID, o.source.SecretName, creds, o.now)
 	case errorsIsCredentials(err):
 		o.credsErr = err
 	default:

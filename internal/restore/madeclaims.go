@@ -7,19 +7,28 @@ import (
 )
 
 // madeClaims remembers the staging claims this process created itself (the
-// API server answered 201, not AlreadyExists): while their Job runs, the
-// claim is known to exist and to be this restore's without a live read.
-// Once the Job has finished, the claim is read live all the same before
-// the staging is judged. A restart forgets them and every claim is read
+// API server answered 201, not AlreadyExists), with the UID it gave them:
+// such a claim is known to be this restore's without a live read, while
+// its Job runs, when the staging is judged, and at the hand-back, which
+// patches it by that UID. A restart forgets them and every claim is read
 // again, so a crash between the Job's create and the claim's is still
 // found (the claim is then made).
 type madeClaims struct{ m sync.Map }
 
-func (c *madeClaims) add(uid types.UID) { c.m.Store(uid, struct{}{}) }
+func (c *madeClaims) add(job, claim types.UID) { c.m.Store(job, claim) }
 
-func (c *madeClaims) has(uid types.UID) bool {
-	_, ok := c.m.Load(uid)
+func (c *madeClaims) has(job types.UID) bool {
+	_, ok := c.m.Load(job)
 	return ok
 }
 
-func (c *madeClaims) forget(uid types.UID) { c.m.Delete(uid) }
+// claimUID is the UID of the claim this process made for job.
+func (c *madeClaims) claimUID(job types.UID) (types.UID, bool) {
+	v, ok := c.m.Load(job)
+	if !ok {
+		return "", false
+	}
+	return v.(types.UID), true
+}
+
+func (c *madeClaims) forget(job types.UID) { c.m.Delete(job) }

@@ -10,9 +10,10 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
-// The re-create of a cluster captured live writes no status of its own:
-// whatever write comes next records TargetPurged from the world, so it is
-// never missing once the old cluster and its volumes are gone.
+// The purge and the re-create of a cluster captured live, after the
+// staging, write no status of their own: whatever write comes next records
+// TargetPurged from the world, so it is never missing once the old cluster
+// and its volumes are gone.
 func TestPurgeRecordedFromTheWorld(t *testing.T) {
 	gone := func(o *observation) { o.cluster, o.pvcs = nil, 0 }
 	for name, tc := range map[string]struct {
@@ -28,8 +29,12 @@ func TestPurgeRecordedFromTheWorld(t *testing.T) {
 		"re-created by this job: the bootstrap's write records the purge": {func(o *observation) {
 			ours(o, "b", o.capture.source.Key, 1, false)
 		}, false, true},
-		"volumes still there: not purged yet": {func(o *observation) { o.cluster, o.pvcs = nil, 2 }, false, false},
-		"the old cluster still there":         {func(o *observation) {}, false, false},
+		"volumes still there: the wait is quiet":           {func(o *observation) { o.cluster, o.pvcs = nil, 2 }, true, true},
+		"the old cluster still there: its delete is quiet": {func(o *observation) {}, true, true},
+		"without the staging step the purge writes its own status, not yet purged": {func(o *observation) {
+			no := false
+			o.opts.BumpRevision = &no
+		}, false, false},
 		"a capture without the cluster's UID: the re-create writes its own status": {func(o *observation) {
 			gone(o)
 			o.capture.uid = ""

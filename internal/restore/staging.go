@@ -2,6 +2,7 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -80,8 +82,13 @@ func reportSuffix(o *observation) string {
 }
 
 func stagingMessage(o *observation) string {
-	return fmt.Sprintf("reading the live revision and staging the snapshot onto PersistentVolumeClaim %s (Job %s) with its revision raised above it",
+	msg := fmt.Sprintf("reading the live revision and staging the snapshot onto PersistentVolumeClaim %s (Job %s) with its revision raised above it",
 		stagingjob.Name(o.job.UID), stagingjob.Name(o.job.UID))
+	if capturedLive(o) {
+		// The purge that follows writes no status of its own (quiet).
+		msg += fmt.Sprintf("; then EtcdCluster %s and its PVCs are deleted and it is re-created from that claim", clusterName)
+	}
+	return msg
 }
 
 // stagingSpec is the staging of this restore, from the capture (the frozen
@@ -152,7 +159,7 @@ func (r *Reconciler) createClaim(ctx context.Context, o *observation, pvc *corev
 	err := r.Client.Create(ctx, pvc)
 	switch {
 	case err == nil:
-		r.made.add(o.job.UID)
+		r.made.add(o.job.UID, pvc.UID)
 	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
@@ -211,6 +218,9 @@ func settles(o *observation) bool {
 // claim is settled.
 func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 	name := stagingjob.Name(o.job.UID)
+	if done, err := r.handMadeClaim(ctx, o); err != nil || done {
+		return err
+	}
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, pvc)
 	switch {
@@ -237,6 +247,51 @@ func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 		return fmt.Errorf("delete staging Job %s/%s: %w", o.staging.Namespace, o.staging.Name, err)
 	}
 	return nil
+}
+
+// handMadeClaim settles a claim this process made without reading it
+// first: it hands it to the cluster that boots from it (a strategic merge
+// patch adding the cluster's owner reference, merged by UID, so repeating
+// it is harmless) or deletes it, either way on exactly the claim made,
+// named by its UID. A claim by that name with another UID refuses both,
+// and is then read and judged. done is false when the claim is not one
+// this process made, or its Job still runs.
+func (r *Reconciler) handMadeClaim(ctx context.Context, o *observation) (bool, error) {
+	uid, made := r.made.claimUID(o.job.UID)
+	if !made || !stagingDone(o) {
+		return false, nil
+	}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: stagingjob.Name(o.job.UID)}}
+	var err error
+	if usesStaging(o) {
+		ref := metav1.OwnerReference{APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: o.cluster.Name, UID: o.cluster.UID}
+		body, merr := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "ownerReferences": []metav1.OwnerReference{ref}}})
+		if merr != nil {
+			return false, merr
+		}
+		err = r.Client.Patch(ctx, pvc, client.RawPatch(types.StrategicMergePatchType, body))
+	} else {
+		err = r.Client.Delete(ctx, pvc, client.Preconditions{UID: &uid})
+	}
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return true, nil
+	case apierrors.IsInvalid(err), apierrors.IsConflict(err):
+		// Not the claim made (its UID differs): judged after a read.
+		r.made.forget(o.job.UID)
+		return false, nil
+	}
+	return false, fmt.Errorf("settle staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
+}
+
+// stagingDone: no staging Job of this restore is still running (the
+// settle stops one that is, which needs the read path's care).
+func stagingDone(o *observation) bool {
+	if o.staging == nil {
+		return true
+	}
+	out, _ := stagingjob.OutcomeOf(o.staging)
+	return out != stagingjob.Running
 }
 
 // usesStaging: the live cluster was re-created by this job from the claim.
@@ -305,8 +360,8 @@ func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 	out, _ := stagingjob.OutcomeOf(j)
 	switch {
 	case !stagingDecides(o):
-	case out == stagingjob.Running && r.made.has(o.job.UID):
-		// Created by this process while the Job runs (madeClaims).
+	case r.made.has(o.job.UID):
+		// Created by this process (madeClaims).
 		o.stagingClaim = true
 	default:
 		// Read by readStagingClaim, once the view is caught up.

@@ -50,6 +50,21 @@ func decideVerification(o *observation) (decision, bool) {
 		"checking s3://%s/%s with the credentials in Secret %s (verify: %s)", o.source.Bucket, o.source.Key, o.source.SecretName, o.opts.Verify)}, false
 }
 
+// quickCheckBytes is the largest object whose check writes no status
+// before it: read from S3 and hashed in about a second, the check's own
+// write follows at once.
+const quickCheckBytes = 64 << 20
+
+// quickCheck: the artifact check of this restore is expected to take about
+// a second (verify: Size, or an object the Backup records as small).
+func quickCheck(o *observation) bool {
+	if o.opts.Verify == VerifySize {
+		return true
+	}
+	n := o.backupSize()
+	return n > 0 && n <= quickCheckBytes
+}
+
 // pinned is the size and sha256 the staging Job holds the object to: those
 // the Backup records, or, where it records none, those this job's own
 // verification (verify: Full) measured.
@@ -111,12 +126,16 @@ const minTransferRate = 1 << 20
 // retry may fix (S3 or the API server unreachable).
 func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verification, error) {
 	src := o.source
-	creds, err := s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, src.SecretName)
-	if errors.Is(err, s3object.ErrCredentials) {
-		return verification{reason: backupsv1alpha1.ReasonCredentialsUnavailable, message: err.Error()}, nil
-	}
-	if err != nil {
-		return verification{}, err
+	creds, held := r.creds.take(o.job.UID, src.SecretName, o.now)
+	if !held {
+		var err error
+		creds, err = s3object.ReadCredentials(ctx, r.LiveReader, o.job.Namespace, src.SecretName)
+		if errors.Is(err, s3object.ErrCredentials) {
+			return verification{reason: backupsv1alpha1.ReasonCredentialsUnavailable, message: err.Error()}, nil
+		}
+		if err != nil {
+			return verification{}, err
+		}
 	}
 	loc := s3object.Location{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
 		ForcePathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle}
@@ -127,6 +146,11 @@ func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verifi
 	defer cancel()
 
 	size, err := store.Stat(ctx, loc, creds)
+	if held && errors.Is(err, s3object.ErrAccessDenied) {
+		// The key read before the claim may have been rotated since:
+		// the check reads the Secret again before it refuses.
+		return verification{}, fmt.Errorf("S3 refused the credentials read before the claim for %s; reading Secret %s again: %w", loc, src.SecretName, err)
+	}
 	if err != nil {
 		return refusal(loc, err)
 	}
