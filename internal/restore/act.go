@@ -58,6 +58,10 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 				"helmRelease", o.job.Namespace+"/"+o.app, "reason", d.reason, "recovery", msg)
 		}
 	case d.state == stateFinish:
+		if outcomeOf(before) == nil {
+			// A sealed success is concluded with its end: its Event too.
+			r.event(o, d.reason, story(o, d), !d.success)
+		}
 		recordFinish(o.job)
 		logr.FromContextOrDiscard(ctx).Info("restore finished", "phase", o.job.Status.Phase, "reason", d.reason, "message", d.message)
 	case d.reason != "" && readyReason(o.job) != prevReason && milestones[backupsv1alpha1.RestoreReason(readyReason(o.job))]:
@@ -380,13 +384,20 @@ func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d deci
 }
 
 // restoreProgressDeadline patches the healthy re-created cluster's
-// spec.progressDeadlineSeconds back to the captured value, on exactly the
+// spec.progressDeadlineSeconds back to the captured value and, outside a
+// rollback, seals the restore's success on it (sealed), on exactly the
 // object observed (optimistic lock).
 func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation) error {
 	c := o.cluster.DeepCopy()
 	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	want := capturedProgressDeadline(o)
 	c.Spec.ProgressDeadlineSeconds = &want
+	if rollbackOf(o.job) == nil {
+		if c.Annotations == nil {
+			c.Annotations = map[string]string{}
+		}
+		c.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+	}
 	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
 	}

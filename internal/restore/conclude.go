@@ -52,6 +52,12 @@ func decideHandBack(o *observation, out *outcome) decision {
 	if heldByUs {
 		return decision{state: stateReleaseClaim}
 	}
+	if outcomeOf(o.job) == nil {
+		// A sealed success: the end is written now (the capture still
+		// says what the HelmRelease was); the capture, the staging claim
+		// and the finalizer are settled after it (decideAfterEnd).
+		return decision{state: stateFinish, reason: out.reason, message: out.message, success: out.success}
+	}
 	// The capture is kept only where it is still the way back: a restore
 	// that failed after the purge. One that never destroyed anything (or
 	// succeeded) leaves nothing behind.
@@ -64,8 +70,13 @@ func decideHandBack(o *observation, out *outcome) decision {
 	return decision{state: stateFinish, reason: out.reason, message: out.message, success: out.success}
 }
 
-// decideAfterEnd: a finished job only reports on its HelmRelease.
+// decideAfterEnd: a finished job settles what a sealed success left (its
+// capture, then its staging claim with the finalizer) and reports on its
+// HelmRelease.
 func decideAfterEnd(o *observation) decision {
+	if o.capture != nil && o.job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
+		return decision{state: stateDeleteCapture}
+	}
 	if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
 		return decision{state: stateRemoveFinalizer}
 	}

@@ -149,7 +149,7 @@ func expectationOf(s state, b before) expectation {
 		}
 	case stateRestoreProgressDeadline:
 		return func(o *observation) bool {
-			return o.cluster == nil || o.cluster.UID != b.clusterUID || progressDeadlineRestored(o)
+			return o.cluster == nil || o.cluster.UID != b.clusterUID || (progressDeadlineRestored(o) && (rollbackOf(o.job) != nil || sealed(o)))
 		}
 	case stateLiftFence:
 		return func(o *observation) bool { return len(fencedByUs(o)) == 0 }

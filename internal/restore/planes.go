@@ -115,7 +115,7 @@ func setPlaneMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, he
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionTrue, backupsv1alpha1.ReasonControlPlanesFenced,
 			fmt.Sprintf("control planes %s are read-only (Kamaji writePermissions) until the restore ends; their prior permissions are kept in annotation %s",
 				keys(fenced), backupsv1alpha1.PriorWritePermissionsAnnotation))
-	case len(fenced) == 0 && cur != nil && cur.Status == metav1.ConditionTrue && outcomeOf(o.job) != nil:
+	case len(fenced) == 0 && cur != nil && cur.Status == metav1.ConditionTrue && decidedOutcome(o):
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionFalse, backupsv1alpha1.ReasonFenceLifted,
 			"the fence is lifted: the control planes have the write permissions they had before the restore")
 	case cur == nil && heldByUs && !o.opts.fence():
@@ -223,7 +223,7 @@ func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
 		return err
 	}
 	o.planes = planes
-	if outcomeOf(o.job) == nil {
+	if !decidedOutcome(o) {
 		return nil
 	}
 	for i := range planes.Items {

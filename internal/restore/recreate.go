@@ -51,6 +51,8 @@ func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*u
 	if ann == nil {
 		ann = map[string]string{}
 	}
+	// A seal of an earlier restore is not this one's.
+	delete(ann, backupsv1alpha1.RestoreSucceededAnnotation)
 	ann[backupsv1alpha1.RestoredByAnnotation] = string(o.job.UID)
 	ann[backupsv1alpha1.RestoredFromAnnotation] = src.BackupName
 	obj.SetAnnotations(ann)

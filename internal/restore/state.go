@@ -127,6 +127,14 @@ func decide(o *observation, defaultTimeout time.Duration) decision {
 	if out := outcomeOf(job); out != nil {
 		return decideHandBack(o, out)
 	}
+	if sealed(o) {
+		if len(fencedByUs(o)) > 0 {
+			// Restarting control planes takes a while: the outcome is
+			// written first, for the user to see while it happens.
+			return sealedSuccess(o)
+		}
+		return decideHandBack(o, &outcome{success: true, reason: backupsv1alpha1.ReasonRestoreCompleted, message: sealedSuccess(o).message})
+	}
 	if !controllerutil.ContainsFinalizer(job, backupsv1alpha1.RestoreFinalizer) {
 		switch {
 		case !job.DeletionTimestamp.IsZero():
@@ -255,6 +263,34 @@ func recoveryAdvice(o *observation) string {
 		msg += " No safety Backup was taken."
 	}
 	return msg
+}
+
+// sealed: this job found the cluster it re-created (not in a rollback)
+// healthy and said so on it (RestoreSucceededAnnotation), so its success is
+// read from the world: no status write before the hand-back. The hand-back
+// resumes the HelmRelease and releases the claim, the end (Succeeded, with
+// the Outcome condition and the story Event) is written, and the capture,
+// the staging claim and the finalizer are settled after it.
+func sealed(o *observation) bool {
+	return o.cluster != nil && recreatedBy(o) && rollbackOf(o.job) == nil &&
+		o.cluster.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] == string(o.job.UID)
+}
+
+// sealedSuccess is the conclusion a sealed cluster implies.
+func sealedSuccess(o *observation) decision {
+	from := o.cluster.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation]
+	if o.capture == nil {
+		return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s and all %d members were ready",
+			clusterName, from, o.cluster.Status.ReadyMembers))
+	}
+	src := o.capture.source
+	return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
+		clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
+}
+
+// decidedOutcome: the outcome is known, recorded (Outcome) or sealed.
+func decidedOutcome(o *observation) bool {
+	return outcomeOf(o.job) != nil || sealed(o)
 }
 
 // outcome is a decided result, read back from the Outcome condition.

@@ -272,8 +272,21 @@ func TestDecide(t *testing.T) {
 		}, stateConclude, backupsv1alpha1.ReasonClusterReplaced},
 		"Available with only the seed ready is not success": {func(o *observation) { ours(o, "b", key, 1, true) },
 			stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
-		"Available and every member ready: success is concluded": {func(o *observation) { ours(o, "b", key, 3, true) },
-			stateConclude, backupsv1alpha1.ReasonRestoreCompleted},
+		"Available and every member ready: the success is sealed on the cluster": {func(o *observation) { ours(o, "b", key, 3, true) },
+			stateRestoreProgressDeadline, ""},
+		"sealed by this job, even if unhealthy now: the hand-back starts, no conclusion of its own": {func(o *observation) {
+			ours(o, "b", key, 0, false)
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+		}, stateRestoreHelmRelease, ""},
+		"sealed by this job, HelmRelease resumed, claim released: the end is written": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+			o.hr.Spec.Suspend, o.holder = false, nil
+		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
+		"sealed by another RestoreJob: not this one's success": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = "another-uid"
+		}, stateRestoreProgressDeadline, ""},
 		"healthy with the restore's raised progress deadline: it goes back first": {func(o *observation) {
 			ours(o, "b", key, 3, true)
 			raised := int32(1799)
@@ -387,8 +400,12 @@ func TestDecide(t *testing.T) {
 		}, stateVerifyArtifact, backupsv1alpha1.ReasonVerifyingArtifact},
 		"finished and cleaned up: a later suspension is not undone": {func(o *observation) {
 			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
-			o.job.Finalizers, o.holder = nil, nil
+			o.job.Finalizers, o.holder, o.capture = nil, nil, nil
 		}, stateIgnore, ""},
+		"succeeded with its capture left (a sealed success): removed after the end": {func(o *observation) {
+			o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+			o.holder = nil
+		}, stateDeleteCapture, ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := world()

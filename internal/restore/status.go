@@ -60,6 +60,14 @@ func desiredStatus(o *observation, d decision) backupsv1alpha1.RestoreJobStatus 
 		reason, msg = backupsv1alpha1.ReasonHandingBack, textlimit.Message("handing the application back: "+d.message)
 	case stateStartRollback:
 		setCondition(&st, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, d.cause, msg)
+	case stateFinish:
+		if outcomeOf(o.job) == nil {
+			// A sealed success: its Outcome is written with the end.
+			setCondition(&st, backupsv1alpha1.RestoreConditionOutcome, conditionOf(d.success), d.reason, msg)
+			if c := helmReleaseOnConclude(o); c != nil {
+				meta.SetStatusCondition(&st.Conditions, *c)
+			}
+		}
 	}
 	if reason != "" {
 		ready := metav1.ConditionFalse
@@ -119,6 +127,13 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 		setCondition(st, backupsv1alpha1.RestoreConditionRecreated, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterRecreated,
 			fmt.Sprintf("EtcdCluster re-created with bootstrap from Backup %s", from))
 	}
+}
+
+func conditionOf(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
 }
 
 func setCondition(st *backupsv1alpha1.RestoreJobStatus, t string, s metav1.ConditionStatus, r backupsv1alpha1.RestoreReason, msg string) {

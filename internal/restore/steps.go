@@ -111,11 +111,12 @@ func decideLiveCluster(o *observation) decision {
 			return failAfterPurge(o, backupsv1alpha1.ReasonBootstrapFailed, "the etcd-operator could not bootstrap the re-created EtcdCluster from the Backup: "+why)
 		}
 		if healthy(o.cluster) {
-			if !progressDeadlineRestored(o) {
+			if !progressDeadlineRestored(o) || !sealed(o) {
+				// The progress deadline goes back and the success is
+				// sealed on the cluster, in one patch.
 				return decision{state: stateRestoreProgressDeadline}
 			}
-			return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
-				clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
+			return sealedSuccess(o)
 		}
 		return decision{state: stateWaitHealthy, reason: backupsv1alpha1.ReasonEtcdClusterBootstrapping,
 			message: "waiting for the re-created EtcdCluster to be Available with every member ready (" + memberSummary(o.cluster) + ")"}

@@ -214,6 +214,12 @@ const (
 	RestoredByAnnotation = "backups.cozystack.io/restored-by"
 	// RestoredFromAnnotation names the Backup an EtcdCluster was restored from.
 	RestoredFromAnnotation = "backups.cozystack.io/restored-from"
+	// RestoreSucceededAnnotation is set on an EtcdCluster a RestoreJob
+	// re-created once that RestoreJob found it healthy (every member
+	// ready), with the progress deadline put back; its value is that
+	// RestoreJob's UID. The restore's success is then a fact of the world,
+	// and its status is written once, at the end.
+	RestoreSucceededAnnotation = "backups.cozystack.io/restore-succeeded"
 	// CaptureForLabel marks capture ConfigMaps (in the driver's namespace)
 	// with the namespace of the RestoreJob they belong to.
 	CaptureForLabel = "backups.cozystack.io/restore-namespace"
