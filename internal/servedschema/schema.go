@@ -48,14 +48,20 @@ var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1
 // refresh is how long a read of the CRDs stays current.
 const refresh = 5 * time.Minute
 
-// Schema reads the installed CRDs (live, at most every few minutes).
+// Schema reads the installed CRDs (live, each at most every few minutes,
+// and only the one asked about: the first RestoreJob after a start reads
+// the RestoreJob CRD, not all three).
 type Schema struct {
 	// Reader reads CRDs from the API server.
 	Reader client.Reader
 
-	mu      sync.Mutex
-	missing map[string][]string
-	readAt  time.Time
+	mu   sync.Mutex
+	read map[string]readCRD
+}
+
+type readCRD struct {
+	missing []string
+	at      time.Time
 }
 
 // Missing returns the optional fields crd does not serve (nil when it
@@ -64,12 +70,19 @@ type Schema struct {
 func (s *Schema) Missing(ctx context.Context, crd string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.missing == nil || time.Since(s.readAt) > refresh {
-		if m, err := s.read(ctx); err == nil {
-			s.missing, s.readAt = m, time.Now()
-		}
+	if r, ok := s.read[crd]; ok && time.Since(r.at) <= refresh {
+		return r.missing
 	}
-	return s.missing[crd]
+	missing, err := s.readOne(ctx, crd)
+	if err != nil {
+		// Unreadable: the last answer stands (or the driver's own schema).
+		return s.read[crd].missing
+	}
+	if s.read == nil {
+		s.read = map[string]readCRD{}
+	}
+	s.read[crd] = readCRD{missing: missing, at: time.Now()}
+	return missing
 }
 
 // Serves reports whether crd serves field.
@@ -82,29 +95,29 @@ func (s *Schema) Serves(ctx context.Context, crd, field string) bool {
 	return true
 }
 
-func (s *Schema) read(ctx context.Context) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, name := range []string{PlanCRD, StrategyCRD, RestoreJobCRD} {
-		crd := &unstructured.Unstructured{}
-		crd.SetGroupVersionKind(crdGVK)
-		if err := s.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			return nil, fmt.Errorf("read CRD %s: %w", name, err)
+// readOne reads crd and lists what it lacks; a CRD that is not installed
+// lacks nothing the driver could use.
+func (s *Schema) readOne(ctx context.Context, name string) ([]string, error) {
+	crd := &unstructured.Unstructured{}
+	crd.SetGroupVersionKind(crdGVK)
+	if err := s.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
-		root, ok := storageSchema(crd)
-		if !ok {
-			continue
+		return nil, fmt.Errorf("read CRD %s: %w", name, err)
+	}
+	root, ok := storageSchema(crd)
+	if !ok {
+		return nil, nil
+	}
+	var out []string
+	for _, field := range Optional[name] {
+		if !serves(root, field) {
+			out = append(out, field)
 		}
-		for _, field := range Optional[name] {
-			if !serves(root, field) {
-				out[name] = append(out[name], field)
-			}
-		}
-		if name == RestoreJobCRD && !immutableSpec(root) {
-			out[name] = append(out[name], ImmutableSpec)
-		}
+	}
+	if name == RestoreJobCRD && !immutableSpec(root) {
+		out = append(out, ImmutableSpec)
 	}
 	return out, nil
 }
