@@ -1,12 +1,20 @@
 package restore
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // Credentials read before a claim serve its check once, for the same
@@ -38,4 +46,31 @@ func TestHeldCredentials(t *testing.T) {
 	g.Expect(h.m).NotTo(HaveKey(BeEquivalentTo("stale")))
 	h.forget("b")
 	g.Expect(h.m).To(BeEmpty())
+}
+
+// A held key S3 refuses (rotated since the pre-flight read) is not a
+// verdict: the check asks to be retried, and the retry reads the Secret.
+// Without that, a rotation between the claim and the check would end the
+// restore CredentialsUnavailable with the right key in the Secret.
+func TestHeldKeyRefusedIsReadAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	g.Expect(k.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testSecret},
+		Data: map[string][]byte{"AWS_ACCESS_KEY_ID": []byte(s3Creds.AccessKeyID), "AWS_SECRET_ACCESS_KEY": []byte(s3Creds.SecretAccessKey)}})).To(Succeed())
+	b := ourBackup(ns, "b", "b-held")
+	src, err := artifact.Resolve(b)
+	g.Expect(err).NotTo(HaveOccurred())
+	policy, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &Reconciler{LiveReader: k, Policy: policy}
+	o := &observation{now: time.Now(), backup: b, source: src, opts: jobOptions{Verify: VerifySize},
+		job: &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore", UID: types.UID("job-" + ns)}}}
+
+	r.creds.hold(o.job.UID, testSecret, s3object.Credentials{AccessKeyID: s3Creds.AccessKeyID, SecretAccessKey: "rotated-away"}, o.now)
+	_, err = r.verifyArtifact(ctx, o)
+	g.Expect(err).To(HaveOccurred(), "a refused held key is retried, not a verdict")
+	v, err := r.verifyArtifact(ctx, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(v.ok).To(BeTrue(), "the retry reads the Secret: %s", v.message)
 }
