@@ -97,16 +97,20 @@ var BackupJob toolscache.TransformFunc = func(in any) (any, error) {
 }
 
 // HelmRelease keeps what a restore reads of an application's HelmRelease
-// from the cache: its metadata, spec.suspend and readiness. Values, chart
-// and history (often the bulk of the object) are never read; the restore
-// captures the release from a live read.
+// from the cache: its metadata, spec.suspend and readiness, and of its
+// annotations only a restore's success seal. Values, chart and history
+// (often the bulk of the object) are never read.
 var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
 	hr, ok := in.(*helmv2.HelmRelease)
 	if !ok {
 		return Plain(in)
 	}
 	stripManagedFields(hr)
+	seal, sealed := hr.Annotations[backupsv1alpha1.RestoreSucceededAnnotation]
 	markTrimmed(hr)
+	if sealed {
+		hr.Annotations = map[string]string{TrimmedAnnotation: "", backupsv1alpha1.RestoreSucceededAnnotation: seal}
+	}
 	hr.Spec = helmv2.HelmReleaseSpec{Suspend: hr.Spec.Suspend}
 	hr.Status = helmv2.HelmReleaseStatus{ObservedGeneration: hr.Status.ObservedGeneration, Conditions: hr.Status.Conditions}
 	return hr, nil

@@ -89,6 +89,18 @@ func TestHelmReleaseKeepsSuspendAndReadiness(t *testing.T) {
 	g.Expect(got.Status.ObservedGeneration).To(Equal(int64(3)))
 	g.Expect(got.Status.Conditions).To(HaveLen(1))
 	g.Expect(got.Status.LastAttemptedRevision).To(BeEmpty())
+	g.Expect(got.Annotations).NotTo(HaveKey(backupsv1alpha1.RestoreSucceededAnnotation))
+
+	// A restore's success seal is the one annotation kept: a restore
+	// decides on it after it resumed the HelmRelease.
+	sealed := hr.DeepCopy()
+	sealed.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: "job-uid", "other": "x"}
+	out, _ = HelmRelease(sealed)
+	got = out.(*helmv2.HelmRelease)
+	g.Expect(Trimmed(got)).To(BeTrue())
+	g.Expect(got.Annotations).To(HaveKeyWithValue(backupsv1alpha1.RestoreSucceededAnnotation, "job-uid"))
+	g.Expect(got.Annotations).NotTo(HaveKey("other"))
+	g.Expect(trimmedAnnotations).To(HaveLen(1), "the shared marker map is never written")
 }
 
 func backupOf(ns, name string, extra map[string]string) *backupsv1alpha1.Backup {

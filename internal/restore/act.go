@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	"github.com/go-logr/logr"
@@ -43,11 +44,9 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 		return false, nil
 	}
 	before := o.job.DeepCopy()
-	o.job.Status = want
-	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return false, fmt.Errorf("write status of RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
+	if err := r.writeStatus(ctx, o, d); err != nil {
+		return false, err
 	}
-	r.expect.expect(o.job.UID, jobChangedFrom(before.ResourceVersion), o.now)
 	switch {
 	case d.state == stateConclude:
 		r.event(o, d.reason, story(o, d), !d.success)
@@ -69,6 +68,18 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 			d.reason == backupsv1alpha1.ReasonReplacingRecreatedCluster)
 	}
 	return true, nil
+}
+
+// writeStatus writes the status d implies, guarded by the resourceVersion
+// the decision saw, and expects to see the write.
+func (r *Reconciler) writeStatus(ctx context.Context, o *observation, d decision) error {
+	before := o.job.DeepCopy()
+	o.job.Status = desiredStatus(o, d)
+	if err := r.Client.Status().Patch(ctx, o.job, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("write status of RestoreJob %s/%s: %w", o.job.Namespace, o.job.Name, err)
+	}
+	r.expect.expect(o.job.UID, jobChangedFrom(before.ResourceVersion), o.now)
+	return nil
 }
 
 // quiet: d is a quick step that the next reconcile follows at once (hand
@@ -104,7 +115,10 @@ func quiet(o *observation, d decision) bool {
 	}
 	switch {
 	case (d.state == stateDeleteCluster || d.state == stateWaitPurge) && d.reason == backupsv1alpha1.ReasonPurgingCluster:
-		return capturedLive(o) && o.opts.bumpRevision() && rollbackOf(o.job) == nil && !purged(o.job)
+		// Only where the staging's status is the last one written: it
+		// says the purge follows (not, say, WaitingForSnapshots).
+		return capturedLive(o) && o.opts.bumpRevision() && rollbackOf(o.job) == nil && !purged(o.job) &&
+			readyReason(o.job) == string(backupsv1alpha1.ReasonStaging)
 	case d.state == stateHandOverSnapshot && d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded,
 		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
 		d.state == stateSuspendHelmRelease && d.reason == backupsv1alpha1.ReasonHelmReleaseSuspended:
@@ -192,9 +206,16 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateCapture:
 		return r.captureCluster(ctx, o)
 	case stateSuspendHelmRelease:
-		return r.setSuspend(ctx, o.hr, true)
+		return r.setSuspend(ctx, o.hr, true, "")
 	case stateRestoreHelmRelease:
-		return r.setSuspend(ctx, o.hr, false)
+		// A sealed success, not yet written, goes on the HelmRelease with
+		// its resume: once resumed, Flux may rewrite the cluster (and its
+		// seal) before the end is written.
+		seal := ""
+		if outcomeOf(o.job) == nil && sealed(o) {
+			seal = string(o.job.UID)
+		}
+		return r.setSuspend(ctx, o.hr, false, seal)
 	case stateDeleteCluster:
 		return r.deleteCluster(ctx, o)
 	case stateRecreate:
@@ -233,6 +254,16 @@ func (r *Reconciler) patchFinalizer(ctx context.Context, job *backupsv1alpha1.Re
 func (r *Reconciler) verify(ctx context.Context, o *observation) error {
 	v, err := r.verifyArtifact(ctx, o)
 	if err != nil {
+		if o.job.Status.StartedAt == nil {
+			// A quiet check that could not be made: its status is written
+			// now, so the user sees why the restore waits and its
+			// deadline (counted from StartedAt) runs.
+			d, _ := decideVerification(o)
+			d.message += "; retrying: " + err.Error()
+			if werr := r.writeStatus(ctx, o, d); werr != nil {
+				return werr
+			}
+		}
 		return err
 	}
 	cond := metav1.Condition{Type: backupsv1alpha1.RestoreConditionArtifactVerified, Status: metav1.ConditionTrue,
@@ -326,10 +357,19 @@ func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {
 }
 
 // setSuspend sets the HelmRelease's spec.suspend, guarded by its
-// resourceVersion so a concurrent edit is re-read rather than overwritten.
-func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, suspend bool) error {
+// resourceVersion so a concurrent edit is re-read rather than overwritten;
+// a non-empty seal records a restore's success on it in the same patch.
+func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, suspend bool, seal string) error {
 	patch := client.MergeFromWithOptions(hr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	hr.Spec.Suspend = suspend
+	if seal != "" {
+		ann := maps.Clone(hr.Annotations)
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[backupsv1alpha1.RestoreSucceededAnnotation] = seal
+		hr.Annotations = ann
+	}
 	if err := r.Client.Patch(ctx, hr, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("set suspend=%t on HelmRelease %s/%s: %w", suspend, hr.Namespace, hr.Name, err)
 	}

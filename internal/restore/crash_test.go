@@ -86,6 +86,10 @@ func runRestore(t *testing.T, f *fault) string {
 	g.Expect(bootstrapKey(c)).To(Equal("tenant/etcd/b-zzzzz.db"))
 	g.Expect(progressDeadlineOf(c)).To(BeEquivalentTo(600), "the captured progress deadline is back")
 	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(rj.UID)))
+	// The success was sealed on the cluster, then on the HelmRelease with
+	// its resume.
+	g.Expect(c.GetAnnotations()).To(HaveKeyWithValue(backupsv1alpha1.RestoreSucceededAnnotation, string(rj.UID)))
+	g.Expect(getHR(g, ns).Annotations).To(HaveKeyWithValue(backupsv1alpha1.RestoreSucceededAnnotation, string(rj.UID)))
 	g.Expect(c.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "Helm"))
 	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
 	g.Expect(leaseCount(g, ns)).To(BeZero())

@@ -23,7 +23,9 @@ const runbookKeptSuspended = "docs/runbook.md#restorejob-helmreleasekeptsuspende
 
 // usableCluster: the application may go back to Flux as it is.
 func usableCluster(o *observation) bool {
-	return !committed(o) || (o.cluster != nil && recreatedBy(o) && healthy(o.cluster))
+	// A sealed restore found its cluster healthy; a member not ready at a
+	// later look does not take that back.
+	return !committed(o) || sealed(o) || (o.cluster != nil && recreatedBy(o) && healthy(o.cluster))
 }
 
 // keepsSuspended: the restore suspended the HelmRelease and ends without a

@@ -155,6 +155,15 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 		o.app = o.capture.app
 	}
 	if o.app == "" {
+		if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+			// Neither Backup nor capture (the tenant deleted the Backup
+			// once the capture was gone): the cluster is still read, so
+			// the staging claim it boots from is handed to it at the
+			// finalizer's removal, never deleted under it.
+			if err := r.observeCluster(ctx, o); err != nil {
+				return nil, err
+			}
+		}
 		return o, nil
 	}
 	if err := r.observeSafety(ctx, o); err != nil {

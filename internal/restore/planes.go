@@ -102,7 +102,7 @@ func decidePlanesBack(o *observation) (decision, bool) {
 // restartDue: the kube-apiservers are restarted when the cluster under them
 // was replaced and is healthy again (restored or rolled back).
 func restartDue(o *observation) bool {
-	return committed(o) && o.cluster != nil && recreatedBy(o) && healthy(o.cluster)
+	return committed(o) && o.cluster != nil && recreatedBy(o) && (healthy(o.cluster) || sealed(o))
 }
 
 // setPlaneMilestones writes ControlPlanesFenced and ControlPlanesRestarted

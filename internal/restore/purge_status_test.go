@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -31,6 +32,10 @@ func TestPurgeRecordedFromTheWorld(t *testing.T) {
 		}, false, true},
 		"volumes still there: the wait is quiet":           {func(o *observation) { o.cluster, o.pvcs = nil, 2 }, true, true},
 		"the old cluster still there: its delete is quiet": {func(o *observation) {}, true, true},
+		"after WaitingForSnapshots (not the staging's status) the purge writes its own": {func(o *observation) {
+			meta.SetStatusCondition(&o.job.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.ConditionReady,
+				Status: metav1.ConditionFalse, Reason: string(backupsv1alpha1.ReasonWaitingForSnapshots), Message: "waiting"})
+		}, false, false},
 		"without the staging step the purge writes its own status, not yet purged": {func(o *observation) {
 			no := false
 			o.opts.BumpRevision = &no
@@ -49,6 +54,9 @@ func TestPurgeRecordedFromTheWorld(t *testing.T) {
 			g := NewWithT(t)
 			o := world()
 			o.capture.uid = "old-uid"
+			// The staging's status is the last one written.
+			meta.SetStatusCondition(&o.job.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.ConditionReady,
+				Status: metav1.ConditionFalse, Reason: string(backupsv1alpha1.ReasonStaging), Message: "staging"})
 			old := o.cluster
 			tc.setup(o)
 			d := decide(o, 30*time.Minute)

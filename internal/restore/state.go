@@ -271,21 +271,38 @@ func recoveryAdvice(o *observation) string {
 // resumes the HelmRelease and releases the claim, the end (Succeeded, with
 // the Outcome condition and the story Event) is written, and the capture,
 // the staging claim and the finalizer are settled after it.
+//
+// The seal is durable as long as the end is not written: on the cluster
+// while the HelmRelease is suspended (Flux leaves the cluster alone), and
+// on the HelmRelease from the patch that resumes it (Flux may then rewrite
+// the cluster, its annotations included, before the end is written).
 func sealed(o *observation) bool {
-	return o.cluster != nil && recreatedBy(o) && rollbackOf(o.job) == nil &&
-		o.cluster.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] == string(o.job.UID)
+	if rollbackOf(o.job) != nil {
+		return false
+	}
+	uid := string(o.job.UID)
+	if o.hr != nil && o.hr.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] == uid {
+		return true
+	}
+	return o.cluster != nil && recreatedBy(o) && o.cluster.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] == uid
 }
 
-// sealedSuccess is the conclusion a sealed cluster implies.
+// sealedSuccess is the conclusion a sealed restore implies.
 func sealedSuccess(o *observation) decision {
-	from := o.cluster.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation]
-	if o.capture == nil {
-		return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s and all %d members were ready",
-			clusterName, from, o.cluster.Status.ReadyMembers))
+	// Said of the look that sealed it: every member was ready then.
+	from, members := "", " and every member was ready"
+	if c := o.cluster; c != nil && recreatedBy(o) {
+		from = c.GetAnnotations()[backupsv1alpha1.RestoredFromAnnotation]
+		if c.Spec.Replicas != nil {
+			members = fmt.Sprintf(" and all %d members were ready", *c.Spec.Replicas)
+		}
 	}
-	src := o.capture.source
-	return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s) and all %d members are ready",
-		clusterName, src.BackupName, src.Bucket, src.Key, o.cluster.Status.ReadyMembers))
+	if o.capture != nil {
+		src := o.capture.source
+		return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s)%s",
+			clusterName, src.BackupName, src.Bucket, src.Key, members))
+	}
+	return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s%s", clusterName, from, members))
 }
 
 // decidedOutcome: the outcome is known, recorded (Outcome) or sealed.

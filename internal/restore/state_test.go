@@ -283,6 +283,17 @@ func TestDecide(t *testing.T) {
 			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
 			o.hr.Spec.Suspend, o.holder = false, nil
 		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
+		"sealed on the resumed HelmRelease, the cluster rewritten without its marks: the hand-back goes on": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.cluster.Annotations = nil
+			o.hr.Spec.Suspend = false
+			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
+		}, stateReleaseClaim, ""},
+		"sealed on the resumed HelmRelease, claim released: the end is written, not ClaimLost": {func(o *observation) {
+			o.cluster = nil
+			o.hr.Spec.Suspend, o.holder = false, nil
+			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
+		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
 		"sealed by another RestoreJob: not this one's success": {func(o *observation) {
 			ours(o, "b", key, 3, true)
 			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = "another-uid"
