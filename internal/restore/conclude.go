@@ -46,8 +46,19 @@ func decideHandBack(o *observation, out *outcome) decision {
 	// the application back: ..."): no status write of their own.
 	heldByUs := o.holder != nil && o.holder.HeldBy(o.job)
 	heldByOther := o.holder != nil && !heldByUs
-	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && o.hr.Spec.Suspend && !heldByOther && !keptSuspended(o.job) {
-		return decision{state: stateRestoreHelmRelease}
+	if o.capture != nil && o.capture.hrPrior == hrNotSuspended && o.hr != nil && !keptSuspended(o.job) {
+		switch {
+		case outcomeOf(o.job) == nil:
+			// A sealed success not yet written is handed back only under
+			// its claim (after it, a suspension is another restore's),
+			// and the HelmRelease gets the seal even if a human resumed
+			// it first: Flux may rewrite the cluster from then on.
+			if heldByUs && (o.hr.Spec.Suspend || o.hr.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] != string(o.job.UID)) {
+				return decision{state: stateRestoreHelmRelease}
+			}
+		case o.hr.Spec.Suspend && !heldByOther:
+			return decision{state: stateRestoreHelmRelease}
+		}
 	}
 	if heldByUs {
 		return decision{state: stateReleaseClaim}

@@ -156,11 +156,26 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	}
 	if o.app == "" {
 		if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
-			// Neither Backup nor capture (the tenant deleted the Backup
-			// once the capture was gone): the cluster is still read, so
-			// the staging claim it boots from is handed to it at the
-			// finalizer's removal, never deleted under it.
+			// Neither Backup nor capture (the tenant deleted its Backup,
+			// before the capture or after it went): what the hand-back
+			// still needs is read all the same. The safety snapshot is
+			// recorded or abandoned (its application from its own label),
+			// the fenced control planes are lifted, and the staging claim
+			// is handed to the cluster that boots from it, never deleted
+			// under it.
+			if err := r.observeSafety(ctx, o); err != nil {
+				return nil, err
+			}
+			if o.snapshot != nil {
+				o.app = o.snapshot.Labels[backupsv1alpha1.ApplicationNameLabel]
+			}
 			if err := r.observeCluster(ctx, o); err != nil {
+				return nil, err
+			}
+			if err := r.observePlanes(ctx, o); err != nil {
+				return nil, err
+			}
+			if err := r.observeStaging(ctx, o); err != nil {
 				return nil, err
 			}
 		}

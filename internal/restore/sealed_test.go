@@ -108,3 +108,27 @@ func TestSealOnTheHelmReleaseOutlivesTheClustersMarks(t *testing.T) {
 		g.Expect(d.success).To(BeTrue())
 	})
 }
+
+// A sealed success not yet written hands the HelmRelease back only under
+// its claim, and seals it even if a human resumed it first (found by a
+// second review: after the claim release it resumed a HelmRelease another
+// restore had kept suspended, and a human's resume left the success on
+// the cluster alone).
+func TestSealedHandBackOnlyUnderTheClaim(t *testing.T) {
+	t.Run("claim released, HelmRelease kept suspended by a later restore that failed: left alone", func(t *testing.T) {
+		g := NewWithT(t)
+		o := sealedWorld(3, true)
+		o.holder = nil
+		d := decide(o, time.Hour)
+		g.Expect(d.state).To(Equal(stateFinish))
+		g.Expect(d.success).To(BeTrue())
+	})
+	t.Run("resumed by a human before the driver: sealed all the same", func(t *testing.T) {
+		g := NewWithT(t)
+		o := sealedWorld(3, true)
+		o.hr.Spec.Suspend = false
+		g.Expect(decide(o, time.Hour).state).To(Equal(stateRestoreHelmRelease))
+		resumedBySeal(o)
+		g.Expect(decide(o, time.Hour).state).To(Equal(stateReleaseClaim))
+	})
+}
