@@ -18,7 +18,7 @@ type madeClaims struct{ m sync.Map }
 func (c *madeClaims) add(job, claim types.UID) { c.m.Store(job, claim) }
 
 func (c *madeClaims) has(job types.UID) bool {
-	_, ok := c.m.Load(job)
+	_, ok := c.claimUID(job)
 	return ok
 }
 

@@ -154,35 +154,19 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	if o.capture != nil && o.capture.app != "" {
 		o.app = o.capture.app
 	}
-	if o.app == "" {
-		if controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
-			// Neither Backup nor capture (the tenant deleted its Backup,
-			// before the capture or after it went): what the hand-back
-			// still needs is read all the same. The safety snapshot is
-			// recorded or abandoned (its application from its own label),
-			// the fenced control planes are lifted, and the staging claim
-			// is handed to the cluster that boots from it, never deleted
-			// under it.
-			if err := r.observeSafety(ctx, o); err != nil {
-				return nil, err
-			}
-			if o.snapshot != nil {
-				o.app = o.snapshot.Labels[backupsv1alpha1.ApplicationNameLabel]
-			}
-			if err := r.observeCluster(ctx, o); err != nil {
-				return nil, err
-			}
-			if err := r.observePlanes(ctx, o); err != nil {
-				return nil, err
-			}
-			if err := r.observeStaging(ctx, o); err != nil {
-				return nil, err
-			}
-		}
+	if o.app == "" && !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
 		return o, nil
 	}
+	// A job with its finalizer but neither Backup nor capture (the tenant
+	// deleted its Backup, before the capture or after it went) is observed
+	// all the same: its hand-back records or abandons the safety snapshot
+	// (whose label names the application), lifts the fenced control planes
+	// and hands the staging claim to the cluster that boots from it.
 	if err := r.observeSafety(ctx, o); err != nil {
 		return nil, err
+	}
+	if o.app == "" && o.snapshot != nil {
+		o.app = o.snapshot.Labels[backupsv1alpha1.ApplicationNameLabel]
 	}
 	if o.app == applicationName {
 		// RBAC lets the driver read only the HelmRelease of that name.

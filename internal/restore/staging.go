@@ -238,9 +238,7 @@ func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
 	}
-	if j := o.staging; j == nil || !j.DeletionTimestamp.IsZero() {
-		return nil
-	} else if out, _ := stagingjob.OutcomeOf(j); out != stagingjob.Running {
+	if stagingDone(o) || !o.staging.DeletionTimestamp.IsZero() {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, o.staging, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
