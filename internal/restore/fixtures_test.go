@@ -109,9 +109,15 @@ func ourBackup(ns, name, snap string) *backupsv1alpha1.Backup {
 // unsignedBackup is ourBackup without the driver's signature, as a tenant
 // (or the Cozystack driver) would write it.
 func unsignedBackup(ns, name, snap string) *backupsv1alpha1.Backup {
+	return unsignedBackupAt(ns, name, snap, testEndpoint)
+}
+
+// unsignedBackupAt is unsignedBackup recording another S3 endpoint (the
+// object is stored on the suite's server all the same).
+func unsignedBackupAt(ns, name, snap, endpoint string) *backupsv1alpha1.Backup {
 	fps := true
 	rec := artifact.Record{SnapshotName: snap, EtcdVersion: "3.6.11", Destination: strategyv1alpha1.EtcdS3Template{
-		Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
+		Bucket: testBucket, Endpoint: endpoint, Key: testPrefix, ForcePathStyle: &fps,
 		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret},
 	}}
 	u, err := rec.UnderlyingResources()

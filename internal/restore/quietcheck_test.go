@@ -7,12 +7,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -29,22 +26,7 @@ func TestQuietCheckThatCannotBeMadeWritesItsStatus(t *testing.T) {
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
 	startOperator(t, ns)
-	fps := true
-	rec := artifact.Record{SnapshotName: "b-unreachable", EtcdVersion: "3.6.11", Destination: strategyv1alpha1.EtcdS3Template{
-		Bucket: testBucket, Endpoint: "http://127.0.0.1:1", Key: testPrefix, ForcePathStyle: &fps,
-		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret},
-	}}
-	u, err := rec.UnderlyingResources()
-	g.Expect(err).NotTo(HaveOccurred())
-	data := testenv.Snapshot(2, "b-unreachable")
-	b := &backupsv1alpha1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"},
-		Spec: backupsv1alpha1.BackupSpec{ApplicationRef: appRef(), StrategyRef: strategyRef(),
-			TakenAt: metav1.Now(), DriverMetadata: rec.DriverMetadata()},
-		Status: backupsv1alpha1.BackupStatus{Phase: backupsv1alpha1.BackupPhaseReady, UnderlyingResources: u,
-			Artifact: &backupsv1alpha1.BackupArtifact{URI: artifact.URI(testBucket, artifact.ObjectKey(testPrefix, "b-unreachable")),
-				SizeBytes: int64(len(data)), Checksum: testenv.Checksum(data)}},
-	}
+	b := unsignedBackupAt(ns, "b", "b-unreachable", "http://127.0.0.1:1")
 	g.Expect(provenance.Seal(ctx, testKeys, b)).To(Succeed())
 	g.Expect(k.Create(ctx, b)).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())

@@ -49,24 +49,14 @@ func desiredStatus(o *observation, d decision) backupsv1alpha1.RestoreJobStatus 
 	reason, msg := d.reason, textlimit.Message(d.message)
 	switch d.state {
 	case stateConclude:
-		status := metav1.ConditionFalse
-		if d.success {
-			status = metav1.ConditionTrue
-		}
-		setCondition(&st, backupsv1alpha1.RestoreConditionOutcome, status, d.reason, msg)
-		if c := helmReleaseOnConclude(o); c != nil {
-			meta.SetStatusCondition(&st.Conditions, *c)
-		}
+		setOutcome(&st, o, d, msg)
 		reason, msg = backupsv1alpha1.ReasonHandingBack, textlimit.Message("handing the application back: "+d.message)
 	case stateStartRollback:
 		setCondition(&st, backupsv1alpha1.RestoreConditionRollback, metav1.ConditionTrue, d.cause, msg)
 	case stateFinish:
 		if outcomeOf(o.job) == nil {
 			// A sealed success: its Outcome is written with the end.
-			setCondition(&st, backupsv1alpha1.RestoreConditionOutcome, conditionOf(d.success), d.reason, msg)
-			if c := helmReleaseOnConclude(o); c != nil {
-				meta.SetStatusCondition(&st.Conditions, *c)
-			}
+			setOutcome(&st, o, d, msg)
 		}
 	}
 	if reason != "" {
@@ -129,11 +119,17 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 	}
 }
 
-func conditionOf(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
+// setOutcome records the decided outcome and, with it, what becomes of the
+// HelmRelease.
+func setOutcome(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decision, msg string) {
+	status := metav1.ConditionFalse
+	if d.success {
+		status = metav1.ConditionTrue
 	}
-	return metav1.ConditionFalse
+	setCondition(st, backupsv1alpha1.RestoreConditionOutcome, status, d.reason, msg)
+	if c := helmReleaseOnConclude(o); c != nil {
+		meta.SetStatusCondition(&st.Conditions, *c)
+	}
 }
 
 func setCondition(st *backupsv1alpha1.RestoreJobStatus, t string, s metav1.ConditionStatus, r backupsv1alpha1.RestoreReason, msg string) {
