@@ -103,7 +103,11 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		if outcomeOf(o.job) == nil && sealed(o) {
 			seal = string(o.job.UID)
 		}
-		return r.setSuspend(ctx, o.hr, false, seal)
+		if err := r.setSuspend(ctx, o.hr, false, seal); err != nil {
+			return err
+		}
+		r.resumes.add(o.job.UID, o.now)
+		return nil
 	case stateDeleteCluster:
 		return r.deleteCluster(ctx, o)
 	case stateRecreate:

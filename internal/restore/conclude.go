@@ -61,6 +61,9 @@ func decideHandBack(o *observation, out *outcome) decision {
 		}
 	}
 	if heldByUs {
+		if d, ok := awaitFlux(o); ok {
+			return d
+		}
 		return decision{state: stateReleaseClaim}
 	}
 	if outcomeOf(o.job) == nil {

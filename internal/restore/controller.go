@@ -99,6 +99,8 @@ type Reconciler struct {
 	expect expectations
 	// made holds the staging claims this process created.
 	made madeClaims
+	// resumes holds when this process resumed each restore's HelmRelease.
+	resumes resumes
 	// creds holds the credentials read before a claim for its check.
 	creds heldCreds
 }

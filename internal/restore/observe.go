@@ -93,6 +93,9 @@ type observation struct {
 	captureErr error
 
 	hr *helmv2.HelmRelease
+	// resumedAt is when this process resumed hr for this job (zero when
+	// it did not, or forgot in a restart).
+	resumedAt time.Time
 
 	// cluster is the live EtcdCluster (its typed mirror: the capture reads
 	// the whole object itself).
@@ -128,6 +131,7 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	if found, err := r.get(ctx, key, o.job); err != nil || !found {
 		return nil, err
 	}
+	o.resumedAt = r.resumes.at(o.job.UID)
 	o.opts, o.optsErr = parseOptions(o.job.Spec.Options)
 	ns := o.job.Namespace
 	o.target = claim.Target{Namespace: ns, Cluster: clusterName}

@@ -48,6 +48,9 @@ const (
 	// state before the claim is released (so the next RestoreJob records
 	// the true prior state), and the terminal phase is written last.
 	stateRestoreHelmRelease
+	// stateWaitHelmRelease gives Flux a moment to reconcile the resumed
+	// HelmRelease before the claim is released (fluxwait.go).
+	stateWaitHelmRelease
 	stateReleaseClaim
 	stateDeleteCapture
 	stateRemoveFinalizer
@@ -85,7 +88,7 @@ var stateNames = map[state]string{
 	stateCapture: "Capture", stateSuspendHelmRelease: "SuspendHelmRelease",
 	stateDeleteCluster: "DeleteCluster", stateWaitPurge: "WaitPurge", stateRecreate: "Recreate",
 	stateWaitHealthy: "WaitHealthy", stateStartRollback: "StartRollback",
-	stateRestoreHelmRelease: "RestoreHelmRelease", stateReleaseClaim: "ReleaseClaim", stateDeleteCapture: "DeleteCapture",
+	stateRestoreHelmRelease: "RestoreHelmRelease", stateWaitHelmRelease: "WaitHelmRelease", stateReleaseClaim: "ReleaseClaim", stateDeleteCapture: "DeleteCapture",
 	stateRemoveFinalizer: "RemoveFinalizer", stateFinish: "Finish", stateReportHelmRelease: "ReportHelmRelease",
 	stateFence: "FenceControlPlanes", stateWaitFence: "WaitFence", stateStage: "Stage", stateWaitStaging: "WaitStaging",
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
@@ -99,7 +102,7 @@ func (s state) String() string { return stateNames[s] }
 func (s state) waits() bool {
 	switch s {
 	case stateIgnore, stateWaitBackup, stateWaitClaim, stateWaitSafetySnapshot, stateWaitSnapshots,
-		stateWaitPurge, stateWaitHealthy, stateWaitFence, stateWaitStaging, stateWaitRestart:
+		stateWaitPurge, stateWaitHealthy, stateWaitFence, stateWaitStaging, stateWaitRestart, stateWaitHelmRelease:
 		return true
 	}
 	return false

@@ -63,6 +63,9 @@ type Operator struct {
 	// HoldSnapshots leaves new EtcdSnapshots alone, for a test to play the
 	// snapshot agent itself.
 	HoldSnapshots bool
+	// HoldHelmRelease leaves resumed HelmReleases unreconciled, as Flux
+	// does while it upgrades (or when it is down).
+	HoldHelmRelease bool
 }
 
 // StartOperator runs an Operator for ns until the test ends. s3 is a client
@@ -99,7 +102,7 @@ func (op *Operator) step(ctx context.Context) {
 	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
 	op.mu.Unlock()
 	op.mu.Lock()
-	keyFromSecret, holdSnaps := op.KeyFromSecret, op.HoldSnapshots
+	keyFromSecret, holdSnaps, holdHR := op.KeyFromSecret, op.HoldSnapshots, op.HoldHelmRelease
 	op.mu.Unlock()
 	if !holdSnaps {
 		op.snapshots(ctx, failSnaps, stall, keyFromSecret)
@@ -109,7 +112,9 @@ func (op *Operator) step(ctx context.Context) {
 	}
 	op.controlPlanes(ctx)
 	op.cluster(ctx, hold, failBoot)
-	op.helmRelease(ctx)
+	if !holdHR {
+		op.helmRelease(ctx)
+	}
 }
 
 // snapshots completes (or fails) the snapshots nobody has started: a
