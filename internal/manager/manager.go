@@ -93,19 +93,28 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("create manager: %w", err)
 	}
 	events := eventrecorder.New(mgr.GetClient(), mgr.GetScheme(), EventSource)
+	// The served-schema watches go straight to the API server (three CRDs,
+	// by name; not the manager's cache, which would keep them whole).
+	watcher, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("create CRD watch client: %w", err)
+	}
 	d := deps{
 		keys: &provenance.Keyring{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient(),
 			Namespace: o.Namespace, Name: o.ProvenanceSecret, Refresh: o.ProvenanceRefresh,
 			Recorder: events},
 		policy: policy,
 		claims: claim.Store{Client: o.client(mgr), Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), Namespace: o.Namespace},
-		schema: &servedschema.Schema{Reader: mgr.GetAPIReader()},
+		schema: &servedschema.Schema{Reader: mgr.GetAPIReader(), Watcher: watcher},
 		creds:  sharedcreds.NewTracker(nil),
 		broker: newBroker(mgr, o, policy),
 		events: events,
 	}
 	if err := mgr.Add(d.events); err != nil {
 		return nil, fmt.Errorf("add event recorder: %w", err)
+	}
+	if err := mgr.Add(d.schema); err != nil {
+		return nil, fmt.Errorf("add served-schema watches: %w", err)
 	}
 	if err := mgr.Add(d.keys); err != nil {
 		return nil, fmt.Errorf("add provenance keyring: %w", err)

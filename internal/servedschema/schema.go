@@ -41,19 +41,21 @@ var Optional = map[string][]string{
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
 // refresh is how long a read of the CRDs stays current.
 const refresh = 5 * time.Minute
 
-// Schema reads the installed CRDs (live, each at most every few minutes,
-// and only the one asked about: the first RestoreJob after a start reads
-// the RestoreJob CRD, not all three).
+// Schema tells what the installed CRDs serve: from a watch on each
+// (Start, watch.go), or, before a watch has listed or while it is broken,
+// from a live read of the one asked about, current for a few minutes.
 type Schema struct {
 	// Reader reads CRDs from the API server.
 	Reader client.Reader
+	// Watcher, when set, lets Start follow the CRDs with watches (watch.go).
+	Watcher client.WithWatch
 
 	mu   sync.Mutex
 	read map[string]readCRD
@@ -62,6 +64,8 @@ type Schema struct {
 type readCRD struct {
 	missing []string
 	at      time.Time
+	// watched: a watch keeps this answer current (it does not go stale).
+	watched bool
 }
 
 // Missing returns the optional fields crd does not serve (nil when it
@@ -70,7 +74,7 @@ type readCRD struct {
 func (s *Schema) Missing(ctx context.Context, crd string) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, ok := s.read[crd]; ok && time.Since(r.at) <= refresh {
+	if r, ok := s.read[crd]; ok && (r.watched || time.Since(r.at) <= refresh) {
 		return r.missing
 	}
 	missing, err := s.readOne(ctx, crd)
@@ -106,9 +110,18 @@ func (s *Schema) readOne(ctx context.Context, name string) ([]string, error) {
 		}
 		return nil, fmt.Errorf("read CRD %s: %w", name, err)
 	}
+	return missingOf(name, crd), nil
+}
+
+// missingOf lists what crd (nil: not installed) lacks of name's optional
+// fields.
+func missingOf(name string, crd *unstructured.Unstructured) []string {
+	if crd == nil {
+		return nil
+	}
 	root, ok := storageSchema(crd)
 	if !ok {
-		return nil, nil
+		return nil
 	}
 	var out []string
 	for _, field := range Optional[name] {
@@ -119,7 +132,7 @@ func (s *Schema) readOne(ctx context.Context, name string) ([]string, error) {
 	if name == RestoreJobCRD && !immutableSpec(root) {
 		out = append(out, ImmutableSpec)
 	}
-	return out, nil
+	return out
 }
 
 // storageSchema is the openAPIV3Schema of crd's storage version.

@@ -16,6 +16,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +29,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -114,6 +116,19 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	} {
 		g.Expect(sa.List(ctx, tc.list, tc.opts...)).To(Succeed(), name)
 	}
+	// The CRDs whose served fields it checks, each followed by a watch on
+	// its name (internal/servedschema), and no other CRD.
+	crds := &unstructured.UnstructuredList{}
+	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
+	byName := client.MatchingFields{"metadata.name": servedschema.RestoreJobCRD}
+	g.Expect(sa.List(ctx, crds, byName)).To(Succeed(), "list the RestoreJob CRD by name")
+	crdWatch, err := sa.Watch(ctx, crds, byName)
+	g.Expect(err).NotTo(HaveOccurred(), "watch the RestoreJob CRD by name")
+	crdWatch.Stop()
+	err = sa.List(ctx, crds, client.MatchingFields{"metadata.name": "etcdclusters.etcd-operator.cozystack.io"})
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list another CRD: want Forbidden, got %v", err)
+	err = sa.List(ctx, crds)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list every CRD: want Forbidden, got %v", err)
 	// Pods: a restore lists a control plane's kube-apiserver Pods (and a
 	// failed staging Job's, for its report) and deletes the former to
 	// restart them; it never watches, creates or changes a Pod.
