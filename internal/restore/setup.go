@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -81,6 +82,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	tcp := kamajiv1alpha1.GroupVersion.WithKind("TenantControlPlane")
 	if _, err := mgr.GetRESTMapper().RESTMapping(tcp.GroupKind(), tcp.Version); err == nil {
 		b = b.Watches(&kamajiv1alpha1.TenantControlPlane{}, handler.EnqueueRequestsFromMapFunc(r.jobsAnnotated(c, backupsv1alpha1.FencedByAnnotation)))
+		// The DataStores the fence reads start with the caches, not at the
+		// first restore (which would wait for them to list).
+		if _, err := mgr.GetCache().GetInformer(ctx, &kamajiv1alpha1.DataStore{}, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("start Kamaji's DataStore informer: %w", err)
+		}
 	} else if !meta.IsNoMatchError(err) {
 		return fmt.Errorf("look up Kamaji's TenantControlPlane kind: %w", err)
 	}
