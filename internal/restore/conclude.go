@@ -157,8 +157,14 @@ func helmReleaseReport(o *observation, cur *metav1.Condition) *metav1.Condition 
 		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling,
 			"waiting for HelmRelease "+o.app+" to reconcile its resumed generation")
 	}
-	if ready.Status == metav1.ConditionTrue {
+	switch ready.Status {
+	case metav1.ConditionTrue:
 		return set(metav1.ConditionTrue, backupsv1alpha1.ReasonHelmReleaseReady, "HelmRelease "+o.app+" reconciled Ready after the restore")
+	case metav1.ConditionUnknown:
+		// Flux marks Ready Unknown (Progressing) while it installs or
+		// upgrades: no verdict yet.
+		return set(metav1.ConditionUnknown, backupsv1alpha1.ReasonHelmReleaseReconciling,
+			fmt.Sprintf("HelmRelease %s is reconciling its resumed generation: %s: %s", o.app, ready.Reason, ready.Message))
 	}
 	return set(metav1.ConditionFalse, backupsv1alpha1.ReasonHelmReleaseNotReady,
 		fmt.Sprintf("HelmRelease %s is not Ready after the restore: %s: %s", o.app, ready.Reason, ready.Message))

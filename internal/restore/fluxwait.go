@@ -12,12 +12,12 @@ import (
 // Flux reconciles a HelmRelease within seconds of its resume. A restore
 // that resumed one waits for that, still under its claim, before it
 // releases the claim and writes its end, so the end carries Flux's verdict
-// (HelmReleaseReconciled) and no status write follows it: a restore ends
-// in one write whether Flux is quick or not. The wait is bounded
-// (fluxGrace): past it, or with Flux absent, the end is written as
-// "waiting for it to reconcile" and the verdict follows it, as it always
-// did. A HelmRelease suspended again, or one whose resume this process did
-// not see (a restart in between), is not waited for.
+// (HelmReleaseReconciled) and no status write follows it. The wait is
+// bounded (fluxGrace from the first resume, however often the HelmRelease
+// is suspended and resumed again in between): past it, with Flux absent or
+// slow, the end is written as "reconciling" and the verdict follows it in
+// a write of its own, as it always did. A HelmRelease whose resume this
+// process did not see (a restart in between) is not waited for.
 
 // fluxGrace bounds how long a hand-back waits for Flux.
 const fluxGrace = 30 * time.Second
@@ -41,6 +41,11 @@ func (r *resumes) add(uid types.UID, now time.Time) {
 		if now.Sub(at) > fluxGrace {
 			delete(r.m, k)
 		}
+	}
+	if _, ok := r.m[uid]; ok {
+		// A resume after a suspension in the grace does not start
+		// it again: the claim is not held longer than fluxGrace.
+		return
 	}
 	r.m[uid] = now
 }

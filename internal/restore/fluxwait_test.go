@@ -8,6 +8,8 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -50,6 +52,12 @@ func TestHandBackWaitsForFlux(t *testing.T) {
 			g.Expect(c.Status).To(Equal(status))
 		})
 	}
+	t.Run("Flux upgrading (Ready Unknown at the resumed generation): still waiting", func(t *testing.T) {
+		g := NewWithT(t)
+		o := resumed(time.Second)
+		fluxSays(o, metav1.ConditionUnknown, 4)
+		g.Expect(decide(o, time.Hour).state).To(Equal(stateWaitHelmRelease))
+	})
 	t.Run("past the grace: the end is written, Flux's verdict follows it", func(t *testing.T) {
 		g := NewWithT(t)
 		o := resumed(fluxGrace)
@@ -67,6 +75,22 @@ func TestHandBackWaitsForFlux(t *testing.T) {
 		o.capture.hrPrior = hrSuspended
 		g.Expect(decide(o, time.Hour).state).To(Equal(stateReleaseClaim))
 	})
+}
+
+// A HelmRelease suspended and resumed again during the wait does not
+// start the grace again: the claim is held at most fluxGrace after the
+// first resume.
+func TestFluxGraceCountsFromTheFirstResume(t *testing.T) {
+	g := NewWithT(t)
+	var r resumes
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	r.add("job", t0)
+	r.add("job", t0.Add(20*time.Second))
+	g.Expect(r.at("job")).To(Equal(t0))
+	r.add("other", t0.Add(fluxGrace+time.Second))
+	g.Expect(r.at("job")).To(BeZero(), "an entry past its grace is dropped")
+	r.add("job", t0.Add(fluxGrace+2*time.Second))
+	g.Expect(r.at("job")).To(Equal(t0.Add(fluxGrace + 2*time.Second)))
 }
 
 // A restore whose HelmRelease Flux takes a moment to reconcile ends once,
@@ -136,8 +160,7 @@ func TestFluxSilentPastTheGrace(t *testing.T) {
 	clockSkew.Store(int64(fluxGrace + time.Second))
 	t.Cleanup(func() { clockSkew.Store(0) })
 	hr := getHR(g, ns)
-	hr.Labels = map[string]string{"touched": "yes"}
-	g.Expect(k.Update(ctx, hr)).To(Succeed())
+	g.Expect(k.Patch(ctx, hr, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"touched":"yes"}}}`)))).To(Succeed())
 
 	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
 	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionHelmReleaseReconciled).Reason).
