@@ -51,8 +51,9 @@ var checked = []string{PlanCRD, StrategyCRD, RestoreJobCRD}
 const watchRetry = 10 * time.Second
 
 // follow lists name, then watches it from there; a watch the server ends
-// resumes from the last version seen, one it refuses (too old, or an
-// error) lists again.
+// resumes from the last version seen, one whose version is too old lists
+// again, one it refuses waits and lists again. A watch that ends within a
+// second counts as refused, so nothing loops.
 func (s *Schema) follow(ctx context.Context, name string) {
 	log := logf.FromContext(ctx).WithValues("crd", name)
 	rv, retry := "", watchRetry
@@ -64,7 +65,7 @@ func (s *Schema) follow(ctx context.Context, name string) {
 		if err == nil {
 			began := time.Now()
 			rv, err = s.watchFrom(ctx, name, rv)
-			if err == nil && rv != "" && time.Since(began) < time.Second {
+			if err == nil && time.Since(began) < time.Second {
 				err = fmt.Errorf("watch of CRD %s ended at once", name)
 			}
 		}
