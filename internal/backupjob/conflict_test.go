@@ -50,6 +50,39 @@ func TestStatusConflictIsDecidedAgainWithoutReconcileError(t *testing.T) {
 	w.g.Expect(reconcileErrors(w.g, "backupjob") - before).To(BeZero())
 }
 
+// The snapshot's hand-over to its Backup that meets a newer snapshot (the
+// operator's last status write, not in the cache yet) is decided again,
+// not reported as a reconcile error. Seen failing before: the conflict was
+// returned, logged with a stack trace and counted (and the test above
+// failed now and then on it).
+func TestHandOverConflictIsDecidedAgainWithoutReconcileError(t *testing.T) {
+	w := newWorld(t)
+	w.everything()
+	job := w.job("handover-conflict")
+
+	var patches atomic.Int32
+	w.startDriver(func(o *manager.Options) {
+		o.WrapClient = func(c client.Client) client.Client {
+			return wrap(c, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					if _, ok := obj.(*etcdv1alpha2.EtcdSnapshot); ok && obj.GetLabels()[backupsv1alpha1.SnapshotHistoryLabel] == "true" && patches.Add(1) == 1 {
+						return apierrors.NewConflict(etcdv1alpha2.GroupVersion.WithResource("etcdsnapshots").GroupResource(),
+							obj.GetName(), errors.New("the object has been modified"))
+					}
+					return c.Patch(ctx, obj, patch, opts...)
+				},
+			})
+		}
+	})
+	before := reconcileErrors(w.g, "backupjob")
+	w.create(job)
+	snap := w.awaitSnapshot(job)
+	w.operatorFinishes(snap, etcdv1alpha2.SnapshotPhaseComplete)
+	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
+	w.g.Expect(patches.Load()).To(BeNumerically(">", 1), "the injected conflict was met")
+	w.g.Expect(reconcileErrors(w.g, "backupjob") - before).To(BeZero())
+}
+
 // reconcileErrors is controller-runtime's reconcile error count for the
 // named controller, from the process's metrics registry.
 func reconcileErrors(g *WithT, controller string) float64 {

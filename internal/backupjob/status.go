@@ -53,6 +53,12 @@ func startOf(job *backupsv1alpha1.BackupJob, o outcome) *metav1.Time {
 // until the snapshot ends (or the deadline passes): its Running state is
 // the snapshot itself, and the one write is its end.
 func (r *Reconciler) apply(ctx context.Context, job *backupsv1alpha1.BackupJob, o outcome) (ctrl.Result, error) {
+	if apierrors.IsConflict(o.err) {
+		// A write (the snapshot's hand-over, say) met a newer version of
+		// its object: decide again on it, without a reconcile error.
+		log.FromContext(ctx).V(1).Info("an object changed since it was read; deciding again", "reason", o.err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if o.err != nil {
 		return ctrl.Result{}, o.err
 	}
