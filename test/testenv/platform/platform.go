@@ -166,7 +166,24 @@ func (p *Platform) TenantObjects(ns string) []client.Object {
 func (tn *Tenant) Create(objs ...client.Object) {
 	tn.T.Helper()
 	for _, o := range objs {
-		tn.G.Expect(tn.p.Client.Create(tn.Ctx, o)).To(Succeed(), "create %T %s", o, o.GetName())
+		tn.G.Expect(createPastPolicyDelay(tn.Ctx, tn.p.Client, o)).To(Succeed(), "create %T %s", o, o.GetName())
+	}
+}
+
+// createPastPolicyDelay creates o, retrying for up to a minute while an
+// admission policy refuses its kind with 503 ("There can be a delay
+// between when CustomResourceDefinitions are created and when they are
+// available"), as Flux and the operators retry: on a seconds-old API
+// server the policy's view of the CRDs can still lapse after it first
+// admitted every kind (the CI met it once).
+func createPastPolicyDelay(ctx context.Context, c client.Client, o client.Object) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := c.Create(ctx, o)
+		if !apierrors.IsServiceUnavailable(err) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
