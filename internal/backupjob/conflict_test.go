@@ -23,31 +23,19 @@ import (
 // the newer object, not reported as a reconcile error: at a thousand
 // tenants those errors, each logged with a stack trace, hid real ones.
 func TestStatusConflictIsDecidedAgainWithoutReconcileError(t *testing.T) {
-	w := newWorld(t)
-	w.everything()
-	job := w.job("conflicted")
-
 	var patches atomic.Int32
-	w.startDriver(func(o *manager.Options) {
-		o.WrapClient = func(c client.Client) client.Client {
-			return wrap(c, interceptor.Funcs{
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-					if _, ok := obj.(*backupsv1alpha1.BackupJob); ok && obj.GetName() == job.Name && patches.Add(1) <= 2 {
-						return apierrors.NewConflict(backupsv1alpha1.GroupVersion.WithResource("backupjobs").GroupResource(),
-							obj.GetName(), errors.New("the object has been modified"))
-					}
-					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-				},
-			})
+	decidedAgainWithoutError(t, "conflicted", func(jobName string) interceptor.Funcs {
+		return interceptor.Funcs{
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				if _, ok := obj.(*backupsv1alpha1.BackupJob); ok && obj.GetName() == jobName && patches.Add(1) <= 2 {
+					return apierrors.NewConflict(backupsv1alpha1.GroupVersion.WithResource("backupjobs").GroupResource(),
+						obj.GetName(), errors.New("the object has been modified"))
+				}
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
 		}
 	})
-	before := reconcileErrors(w.g, "backupjob")
-	w.create(job)
-	snap := w.awaitSnapshot(job)
-	w.operatorFinishes(snap, etcdv1alpha2.SnapshotPhaseComplete)
-	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
-	w.g.Expect(patches.Load()).To(BeNumerically(">", 2), "both injected conflicts were met")
-	w.g.Expect(reconcileErrors(w.g, "backupjob") - before).To(BeZero())
+	NewWithT(t).Expect(patches.Load()).To(BeNumerically(">", 2), "both injected conflicts were met")
 }
 
 // The snapshot's hand-over to its Backup that meets a newer snapshot (the
@@ -56,30 +44,36 @@ func TestStatusConflictIsDecidedAgainWithoutReconcileError(t *testing.T) {
 // returned, logged with a stack trace and counted (and the test above
 // failed now and then on it).
 func TestHandOverConflictIsDecidedAgainWithoutReconcileError(t *testing.T) {
+	var patches atomic.Int32
+	decidedAgainWithoutError(t, "handover-conflict", func(string) interceptor.Funcs {
+		return interceptor.Funcs{
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				if _, ok := obj.(*etcdv1alpha2.EtcdSnapshot); ok && obj.GetLabels()[backupsv1alpha1.SnapshotHistoryLabel] == "true" && patches.Add(1) == 1 {
+					return apierrors.NewConflict(etcdv1alpha2.GroupVersion.WithResource("etcdsnapshots").GroupResource(),
+						obj.GetName(), errors.New("the object has been modified"))
+				}
+				return c.Patch(ctx, obj, patch, opts...)
+			},
+		}
+	})
+	NewWithT(t).Expect(patches.Load()).To(BeNumerically(">", 1), "the injected conflict was met")
+}
+
+// decidedAgainWithoutError runs job name to success through a driver whose
+// writes pass through the interceptors funcs makes, and expects no
+// reconcile error.
+func decidedAgainWithoutError(t *testing.T, name string, funcs func(job string) interceptor.Funcs) {
 	w := newWorld(t)
 	w.everything()
-	job := w.job("handover-conflict")
-
-	var patches atomic.Int32
+	job := w.job(name)
 	w.startDriver(func(o *manager.Options) {
-		o.WrapClient = func(c client.Client) client.Client {
-			return wrap(c, interceptor.Funcs{
-				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-					if _, ok := obj.(*etcdv1alpha2.EtcdSnapshot); ok && obj.GetLabels()[backupsv1alpha1.SnapshotHistoryLabel] == "true" && patches.Add(1) == 1 {
-						return apierrors.NewConflict(etcdv1alpha2.GroupVersion.WithResource("etcdsnapshots").GroupResource(),
-							obj.GetName(), errors.New("the object has been modified"))
-					}
-					return c.Patch(ctx, obj, patch, opts...)
-				},
-			})
-		}
+		o.WrapClient = func(c client.Client) client.Client { return wrap(c, funcs(job.Name)) }
 	})
 	before := reconcileErrors(w.g, "backupjob")
 	w.create(job)
 	snap := w.awaitSnapshot(job)
 	w.operatorFinishes(snap, etcdv1alpha2.SnapshotPhaseComplete)
 	w.awaitPhase(job, backupsv1alpha1.BackupJobPhaseSucceeded, 30*time.Second)
-	w.g.Expect(patches.Load()).To(BeNumerically(">", 1), "the injected conflict was met")
 	w.g.Expect(reconcileErrors(w.g, "backupjob") - before).To(BeZero())
 }
 

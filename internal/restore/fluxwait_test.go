@@ -93,11 +93,9 @@ func TestFluxGraceCountsFromTheFirstResume(t *testing.T) {
 	g.Expect(r.at("job")).To(Equal(t0.Add(fluxGrace + 2*time.Second)))
 }
 
-// A restore whose HelmRelease Flux takes a moment to reconcile ends once,
-// Succeeded with Flux's verdict, and writes no status after its end. Seen
-// failing before the wait: the end said "waiting for it to reconcile" and
-// a second status write followed it once Flux had.
-func TestEndCarriesFluxVerdict(t *testing.T) {
+// restoreWithFluxSilent runs a restore until it has resumed (and sealed)
+// the HelmRelease, with the operator's Flux holding back its verdict.
+func restoreWithFluxSilent(t *testing.T) (string, *testenv.Operator) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -106,12 +104,22 @@ func TestEndCarriesFluxVerdict(t *testing.T) {
 	op.Set(func(op *testenv.Operator) { op.HoldHelmRelease = true })
 	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-x1y2z"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
-
-	// Resumed, Flux silent: the job holds its claim and has not ended.
 	g.Eventually(func(g Gomega) {
-		g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
-		g.Expect(getHR(g, ns).Annotations).To(HaveKey(backupsv1alpha1.RestoreSucceededAnnotation))
+		hr := getHR(g, ns)
+		g.Expect(hr.Spec.Suspend).To(BeFalse())
+		g.Expect(hr.Annotations).To(HaveKey(backupsv1alpha1.RestoreSucceededAnnotation))
 	}).WithTimeout(60 * time.Second).Should(Succeed())
+	return ns, op
+}
+
+// A restore whose HelmRelease Flux takes a moment to reconcile ends once,
+// Succeeded with Flux's verdict, and writes no status after its end. Seen
+// failing before the wait: the end said "waiting for it to reconcile" and
+// a second status write followed it once Flux had.
+func TestEndCarriesFluxVerdict(t *testing.T) {
+	g := NewWithT(t)
+	ns, op := restoreWithFluxSilent(t)
+	// Resumed, Flux silent: the job holds its claim and has not ended.
 	g.Consistently(func(g Gomega) {
 		g.Expect(getJob(g, ns, "restore").Status.Phase.IsTerminal()).To(BeFalse())
 		g.Expect(claimHolder(g, ns)).NotTo(BeNil())
@@ -146,15 +154,7 @@ func TestEndCarriesFluxVerdict(t *testing.T) {
 func TestFluxSilentPastTheGrace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	deployApp(t, ns, appOpts{})
-	op := startOperator(t, ns)
-	op.Set(func(op *testenv.Operator) { op.HoldHelmRelease = true })
-	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-x1y2z"))).To(Succeed())
-	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		g.Expect(getHR(g, ns).Annotations).To(HaveKey(backupsv1alpha1.RestoreSucceededAnnotation))
-	}).WithTimeout(60 * time.Second).Should(Succeed())
+	ns, op := restoreWithFluxSilent(t)
 
 	// Past the grace; a touch of the HelmRelease wakes the job.
 	clockSkew.Store(int64(fluxGrace + time.Second))
