@@ -79,14 +79,25 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&helmv2.HelmRelease{}, inNamespace, builder.WithPredicates(clusterOnly)).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.jobsLabelled(c, backupsv1alpha1.StagingLabel)))
 	// Kamaji is optional: without its CRDs there is nothing to fence.
-	tcp := kamajiv1alpha1.GroupVersion.WithKind("TenantControlPlane")
-	if _, err := mgr.GetRESTMapper().RESTMapping(tcp.GroupKind(), tcp.Version); err == nil {
+	planes, err := kamajiServes(mgr, "TenantControlPlane")
+	if err != nil {
+		return err
+	}
+	if planes {
 		b = b.Watches(&kamajiv1alpha1.TenantControlPlane{}, handler.EnqueueRequestsFromMapFunc(r.jobsAnnotated(c, backupsv1alpha1.FencedByAnnotation)))
-		if err := startDataStores(ctx, mgr); err != nil {
+		// The DataStores the fence reads start with the caches, not at
+		// the first restore (which would wait for them to list). Without
+		// the kind (a partial install) the fence's read says so at that
+		// restore, as before; the driver still starts.
+		stores, err := kamajiServes(mgr, "DataStore")
+		if err != nil {
 			return err
 		}
-	} else if !meta.IsNoMatchError(err) {
-		return fmt.Errorf("look up Kamaji's TenantControlPlane kind: %w", err)
+		if stores {
+			if _, err := mgr.GetCache().GetInformer(ctx, &kamajiv1alpha1.DataStore{}, cache.BlockUntilSynced(false)); err != nil {
+				return fmt.Errorf("start Kamaji's DataStore informer: %w", err)
+			}
+		}
 	}
 	return b.Complete(r)
 }
@@ -220,20 +231,15 @@ func followsHelmRelease(j *backupsv1alpha1.RestoreJob) bool {
 	return false
 }
 
-// startDataStores has the DataStores the fence reads start with the
-// caches, not at the first restore (which would wait for them to list).
-// Without the kind (a partial Kamaji install) the fence's read says so at
-// that restore, as before; the driver still starts.
-func startDataStores(ctx context.Context, mgr ctrl.Manager) error {
-	ds := kamajiv1alpha1.GroupVersion.WithKind("DataStore")
-	if _, err := mgr.GetRESTMapper().RESTMapping(ds.GroupKind(), ds.Version); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil
-		}
-		return fmt.Errorf("look up Kamaji's DataStore kind: %w", err)
+// kamajiServes reports whether the API server serves Kamaji's kind.
+func kamajiServes(mgr ctrl.Manager, kind string) (bool, error) {
+	gvk := kamajiv1alpha1.GroupVersion.WithKind(kind)
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	switch {
+	case err == nil:
+		return true, nil
+	case meta.IsNoMatchError(err):
+		return false, nil
 	}
-	if _, err := mgr.GetCache().GetInformer(ctx, &kamajiv1alpha1.DataStore{}, cache.BlockUntilSynced(false)); err != nil {
-		return fmt.Errorf("start Kamaji's DataStore informer: %w", err)
-	}
-	return nil
+	return false, fmt.Errorf("look up Kamaji's %s kind: %w", kind, err)
 }

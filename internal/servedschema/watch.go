@@ -87,8 +87,7 @@ func (s *Schema) follow(ctx context.Context, name string) {
 // list reads name (absent is an answer: it lacks nothing) and returns
 // the version to watch from.
 func (s *Schema) list(ctx context.Context, name string) (string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(crdGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	list := crdList()
 	if err := s.Watcher.List(ctx, list, byName(name)); err != nil {
 		return "", fmt.Errorf("list CRD %s: %w", name, err)
 	}
@@ -103,8 +102,7 @@ func (s *Schema) list(ctx context.Context, name string) (string, error) {
 // watchFrom follows name from version rv until the server ends the watch
 // (it returns the last version seen) or refuses it (an error).
 func (s *Schema) watchFrom(ctx context.Context, name, rv string) (string, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(crdGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	list := crdList()
 	opts := byName(name)
 	opts.Raw = &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}
 	w, err := s.Watcher.Watch(ctx, list, opts)
@@ -140,6 +138,12 @@ func (s *Schema) watchFrom(ctx context.Context, name, rv string) (string, error)
 			}
 		}
 	}
+}
+
+func crdList() *unstructured.UnstructuredList {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(crdGVK.GroupVersion().WithKind("CustomResourceDefinitionList"))
+	return list
 }
 
 func byName(name string) *client.ListOptions {
