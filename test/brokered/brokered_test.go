@@ -58,7 +58,7 @@ func TestBackupRestoreAndDeletionWithBrokeredKeys(t *testing.T) {
 	a.G.Expect(err).NotTo(HaveOccurred())
 	_, err = io.ReadAll(obj)
 	a.G.Expect(err).NotTo(HaveOccurred(), "the tenant's key cannot read its own snapshot")
-	for _, attempt := range []error{
+	for i, attempt := range []error{
 		func() error {
 			o, err := s3A.GetObject(a.Ctx, platform.Bucket, keyB, minio.GetObjectOptions{})
 			if err == nil {
@@ -69,7 +69,8 @@ func TestBackupRestoreAndDeletionWithBrokeredKeys(t *testing.T) {
 		s3B.RemoveObject(b.Ctx, platform.Bucket, keyA, minio.RemoveObjectOptions{}),
 		s3A.RemoveObject(a.Ctx, platform.Bucket, keyA, minio.RemoveObjectOptions{}),
 	} {
-		a.G.Expect(minio.ToErrorResponse(attempt).Code).To(Equal("AccessDenied"))
+		a.G.Expect(minio.ToErrorResponse(attempt).Code).To(Equal("AccessDenied"),
+			"attempt %d (read the other's, delete the other's, delete its own): %v", i, attempt)
 	}
 	a.G.Expect(plat.ObjectExists(keyA)).To(BeTrue())
 
