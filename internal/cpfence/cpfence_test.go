@@ -2,6 +2,7 @@ package cpfence
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -32,11 +33,19 @@ func tcp(ns, name, ds string) *kamajiv1alpha1.TenantControlPlane {
 		Spec: kamajiv1alpha1.TenantControlPlaneSpec{DataStore: ds}}
 }
 
+func namespace(name, etcd string) *corev1.Namespace {
+	n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if etcd != "" {
+		n.Labels = map[string]string{EtcdNamespaceLabel: etcd}
+	}
+	return n
+}
+
 func TestFindMatchesOnlyThisEtcd(t *testing.T) {
 	objs := []client.Object{
 		&kamajiv1alpha1.DataStore{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"},
 			Spec:   kamajiv1alpha1.DataStoreSpec{Driver: "etcd", Endpoints: []string{"etcd-client.tenant-a.svc:2379"}},
-			Status: kamajiv1alpha1.DataStoreStatus{UsedBy: []string{"other-ns/by-usedby"}}},
+			Status: kamajiv1alpha1.DataStoreStatus{UsedBy: []string{"tenant-a-child/by-usedby", "tenant-b/listed"}}},
 		&kamajiv1alpha1.DataStore{ObjectMeta: metav1.ObjectMeta{Name: "fqdn"},
 			Spec: kamajiv1alpha1.DataStoreSpec{Driver: "etcd", Endpoints: []string{"https://etcd-client.tenant-a.svc.cluster.local:2379"}}},
 		// Look-alikes: another namespace whose name starts the same, and
@@ -45,30 +54,72 @@ func TestFindMatchesOnlyThisEtcd(t *testing.T) {
 			Spec: kamajiv1alpha1.DataStoreSpec{Driver: "etcd", Endpoints: []string{"etcd-client.tenant-ab.svc:2379"}}},
 		&kamajiv1alpha1.DataStore{ObjectMeta: metav1.ObjectMeta{Name: "port"},
 			Spec: kamajiv1alpha1.DataStoreSpec{Driver: "etcd", Endpoints: []string{"etcd-client.tenant-a.svc:2380"}}},
+		// Cozystack's namespaces: a child of tenant-a without an etcd of
+		// its own, a grandchild, and tenants that do not share tenant-a's.
+		namespace("tenant-a-child", "tenant-a"), namespace("tenant-a-child-x", "tenant-a"),
+		namespace("tenant-b", "tenant-b"), namespace("tenant-c", ""), namespace("tenant-ab", "tenant-ab"),
 		tcp("tenant-a", "by-spec", "tenant-a"),
-		tcp("other-ns", "by-usedby", ""),
-		tcp("x", "by-fqdn", "fqdn"),
+		tcp("tenant-a-child", "by-usedby", ""),
+		tcp("tenant-a-child-x", "by-fqdn", "fqdn"),
 		tcp("tenant-ab", "neighbour", "tenant-ab"),
-		tcp("y", "port", "port"),
+		tcp("tenant-a", "port", "port"),
+		// Other tenants naming tenant-a's DataStore, or listed by it.
+		tcp("tenant-b", "intruder", "tenant-a"),
+		tcp("tenant-b", "listed", ""),
+		tcp("tenant-c", "unlabelled", "fqdn"),
+		tcp("gone", "no-namespace", "tenant-a"),
 	}
-	stale := tcp("z", "fenced-earlier", "elsewhere")
+	stale := tcp("tenant-a-child", "fenced-earlier", "elsewhere")
 	stale.Annotations = map[string]string{backupsv1alpha1.FencedByAnnotation: "uid-1"}
-	objs = append(objs, stale)
+	forged := tcp("tenant-b", "forged-fence", "elsewhere")
+	forged.Annotations = map[string]string{backupsv1alpha1.FencedByAnnotation: "uid-1"}
+	objs = append(objs, stale, forged)
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
-	got, err := Find(context.Background(), c, "tenant-a", "uid-1")
+	got, err := Find(context.Background(), c, &Sharing{}, c, "tenant-a", "uid-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"other-ns/by-usedby", "tenant-a/by-spec", "x/by-fqdn", "z/fenced-earlier"}
-	if names := got.Names(); len(names) != len(want) {
+	want := []string{"tenant-a-child-x/by-fqdn", "tenant-a-child/by-usedby", "tenant-a-child/fenced-earlier", "tenant-a/by-spec"}
+	if names := got.Names(); !slices.Equal(names, want) {
 		t.Fatalf("found %v, want %v", names, want)
-	} else {
-		for i := range want {
-			if names[i] != want[i] {
-				t.Fatalf("found %v, want %v", names, want)
-			}
+	}
+	// Without a way to read namespaces, only the tenant's own.
+	got, err = Find(context.Background(), c, nil, nil, "tenant-a", "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := got.Names(); !slices.Equal(names, []string{"tenant-a/by-spec"}) {
+		t.Fatalf("found %v without namespace reads", names)
+	}
+}
+
+// A namespace's label is read once a minute at most, however many
+// control planes and restores ask.
+func TestSharingReadsANamespaceOncePerTTL(t *testing.T) {
+	c := &countingGets{Reader: fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(namespace("child", "parent")).Build()}
+	var s Sharing
+	for range 5 {
+		ok, err := s.Shares(context.Background(), c, "child", "parent")
+		if err != nil || !ok {
+			t.Fatalf("child shares parent's etcd: %t, %v", ok, err)
+		}
+		if ok, _ := s.Shares(context.Background(), c, "child", "other"); ok {
+			t.Fatal("child does not share other's etcd")
 		}
 	}
+	if c.gets != 1 {
+		t.Fatalf("%d reads of the namespace, want 1", c.gets)
+	}
+}
+
+type countingGets struct {
+	client.Reader
+	gets int
+}
+
+func (c *countingGets) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.gets++
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
 func TestFenceKeepsTheTenantsPriorPermissions(t *testing.T) {

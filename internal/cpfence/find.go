@@ -60,8 +60,13 @@ func Key(t *kamajiv1alpha1.TenantControlPlane) string { return t.Namespace + "/"
 // Find returns the control planes that store in the etcd of namespace ns:
 // those a DataStore pointing at it lists as users, those whose spec or
 // status names such a DataStore, and any that the restore uid fenced
-// (whatever it points at now, so a fence is always found to be lifted).
-func Find(ctx context.Context, r client.Reader, ns string, uid types.UID) (Planes, error) {
+// (whatever it points at now, so a fence is always found to be lifted),
+// each only when its namespace shares that etcd (ns itself, or one
+// sharing labels as using it; namespaces are read through live). A
+// control plane of any other namespace is never returned, so a tenant
+// cannot put its own into another tenant's restore: naming a DataStore is
+// not enough.
+func Find(ctx context.Context, r client.Reader, sharing *Sharing, live client.Reader, ns string, uid types.UID) (Planes, error) {
 	var stores kamajiv1alpha1.DataStoreList
 	if err := r.List(ctx, &stores); err != nil {
 		return Planes{}, fmt.Errorf("list Kamaji DataStores: %w", err)
@@ -86,7 +91,14 @@ func Find(ctx context.Context, r client.Reader, ns string, uid types.UID) (Plane
 		t := &tcps.Items[i]
 		uses := users[Key(t)] || slices.Contains(out.DataStores, t.Spec.DataStore) ||
 			slices.Contains(out.DataStores, t.Status.Storage.DataStoreName)
-		if uses || (uid != "" && FencedBy(t) == uid) {
+		if !uses && (uid == "" || FencedBy(t) != uid) {
+			continue
+		}
+		ok, err := sharing.Shares(ctx, live, t.Namespace, ns)
+		if err != nil {
+			return Planes{}, err
+		}
+		if ok {
 			out.Items = append(out.Items, *t)
 		}
 	}

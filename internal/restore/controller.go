@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
@@ -52,6 +53,7 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;delete
 // +kubebuilder:rbac:groups=kamaji.clastix.io,resources=tenantcontrolplanes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=kamaji.clastix.io,resources=datastores,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 
 // Reconciler drives RestoreJobs of the Etcd strategy.
 type Reconciler struct {
@@ -103,6 +105,9 @@ type Reconciler struct {
 	resumes resumes
 	// creds holds the credentials read before a claim for its check.
 	creds heldCreds
+	// sharing remembers which namespaces share which tenant's etcd (the
+	// control planes a restore may fence).
+	sharing cpfence.Sharing
 }
 
 // RevisionReader reads the revision a tenant's live etcd has reached

@@ -237,3 +237,60 @@ func TestBackupBeingDeletedIsNotRestored(t *testing.T) {
 	g.Expect(rj.Status.Message).To(ContainSubstring("being deleted"))
 	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
 }
+
+// Attack (issue 32, item 1): tenant B creates a TenantControlPlane in its
+// own namespace naming tenant A's DataStore. A's restore must not fence it
+// (B would read A's RestoreJob UID from the fence annotation, and A's
+// restore would wait for a WriteLimited no Kamaji of A's ever reports),
+// while a child tenant's control plane, in a namespace Cozystack labels as
+// sharing A's etcd (namespace.cozystack.io/etcd: A), is fenced, restarted
+// and lifted like A's own.
+func TestForeignControlPlaneIsNotFenced(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := newNamespace(t)
+	deployApp(t, a, appOpts{})
+	withControlPlane(t, a)
+	startOperator(t, a)
+
+	// Tenant B: its own namespace, its control plane on A's DataStore. No
+	// Kamaji of B's acknowledges anything (nothing plays Kamaji there).
+	b := newNamespace(t)
+	intruder := kamajistandin.TenantControlPlane(b, "intruder", a)
+	g.Expect(k.Create(ctx, intruder)).To(Succeed())
+	// A child tenant of A, without an etcd of its own: Cozystack's tenant
+	// chart labels its namespace with the etcd it uses.
+	child := newNamespace(t)
+	ns := &corev1.Namespace{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Name: child}, ns)).To(Succeed())
+	ns.Labels = map[string]string{"namespace.cozystack.io/etcd": a}
+	g.Expect(k.Update(ctx, ns)).To(Succeed())
+	g.Expect(k.Create(ctx, kamajistandin.TenantControlPlane(child, "tenant-k8s", a))).To(Succeed())
+	startOperator(t, child) // plays Kamaji for the child's control plane
+
+	g.Expect(k.Create(ctx, ourBackup(a, "nightly", "nightly-foreign"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(a, "restore", "nightly", ""))).To(Succeed())
+
+	rj := waitPhase(t, a, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	fenced := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesFenced)
+	g.Expect(fenced).NotTo(BeNil())
+	g.Expect(fenced.Reason).To(Equal(string(backupsv1alpha1.ReasonFenceLifted)))
+	g.Expect(rj.Status.Message).NotTo(ContainSubstring(b))
+	for _, c := range rj.Status.Conditions {
+		g.Expect(c.Message).NotTo(ContainSubstring(b + "/intruder"))
+	}
+	// B's control plane was never touched: no annotation of the driver's,
+	// its permissions as they were, no patch by the driver.
+	got := &kamajiv1alpha1.TenantControlPlane{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: b, Name: "intruder"}, got)).To(Succeed())
+	g.Expect(got.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
+	g.Expect(got.Spec.WritePermissions).To(Equal(kamajiv1alpha1.WritePermissions{}))
+	g.Expect(writes.of(b)).To(BeEmpty(), "the driver wrote nothing in tenant B's namespace")
+	// The child's was fenced, restarted and lifted with A's.
+	g.Expect(writes.of(child)).To(ContainElement("patch TenantControlPlane"))
+	g.Expect(getTCP(g, child).Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
+	restarted := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)
+	g.Expect(restarted).NotTo(BeNil())
+	g.Expect(restarted.Message).To(ContainSubstring(child + "/tenant-k8s"))
+	g.Expect(restarted.Message).To(ContainSubstring(a + "/tenant-k8s"))
+}

@@ -215,7 +215,7 @@ func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
 	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
 		return nil
 	}
-	planes, err := cpfence.Find(ctx, r.Reader, o.job.Namespace, o.job.UID)
+	planes, err := cpfence.Find(ctx, r.Reader, &r.sharing, r.LiveReader, o.job.Namespace, o.job.UID)
 	if meta.IsNoMatchError(err) {
 		return nil
 	}
