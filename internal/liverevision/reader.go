@@ -10,6 +10,20 @@
 // ca.crt, CN root). The server certificates name the Service, not pod
 // addresses, so the TLS server name is the Service's DNS name whatever
 // address the connection reaches.
+//
+// Everything on that path is the tenant's: the Service (an ExternalName,
+// or EndpointSlices of its choosing), the CA the server must chain to, the
+// certificate. So the name dialled is the Service's fully qualified one
+// with a trailing dot (etcd-client.<namespace>.svc.<cluster domain>.), which
+// no resolver search domain can turn into another name; every address it
+// resolves to passes the driver's endpoint policy before a byte is sent
+// (no loopback, link-local, metadata, unspecified or multicast address);
+// and what a read's failure says is for the operator's log only: a tenant
+// sees one fixed sentence (TenantMessage), never which address answered,
+// which port was closed or what certificate an internal service showed.
+//
+// Reads (async.go) runs the reads off the restore's workers, so an etcd
+// that does not answer delays only its own restore.
 package liverevision
 
 import (
@@ -20,7 +34,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+
+	"net/netip"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -28,6 +46,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 )
 
 const (
@@ -37,10 +57,23 @@ const (
 	ServicePort = 2379
 	// DefaultTimeout bounds one read, dial included.
 	DefaultTimeout = 10 * time.Second
+	// DefaultClusterDomain is Kubernetes' default cluster DNS domain.
+	DefaultClusterDomain = "cluster.local"
 )
 
-// ServiceHost is the DNS name of the client Service of the etcd in ns.
+// ServiceHost is the DNS name of the client Service of the etcd in ns, as
+// its server certificate names it (the TLS server name).
 func ServiceHost(ns string) string { return "etcd-client." + ns + ".svc" }
+
+// ServiceAddress is what the driver dials: the client Service's fully
+// qualified name under domain, with a trailing dot (no search domain is
+// tried), and its port.
+func ServiceAddress(ns, domain string) string {
+	if domain == "" {
+		domain = DefaultClusterDomain
+	}
+	return net.JoinHostPort(ServiceHost(ns)+"."+strings.Trim(domain, ".")+".", strconv.Itoa(ServicePort))
+}
 
 // ErrNoCredentials is returned when the client certificate Secret is
 // missing or incomplete: the revision cannot be read, which is not worth
@@ -55,8 +88,18 @@ type Reader struct {
 	// Secrets reads the client certificate Secret (live: the driver does
 	// not cache Secrets).
 	Secrets client.Reader
-	// Dial opens connections; nil dials the Service address as it is.
+	// Dial opens connections; nil resolves and dials the Service address
+	// through Policy's dialer, which checks every resolved address before
+	// connecting. A Dial of one's own (the sandbox's) has the address it
+	// reached checked before anything is sent.
 	Dial DialFunc
+	// Policy is the endpoint policy every address dialled must pass; the
+	// zero value refuses loopback, link-local, metadata, unspecified and
+	// multicast addresses.
+	Policy endpointpolicy.Policy
+	// ClusterDomain is the cluster's DNS domain; empty means
+	// DefaultClusterDomain.
+	ClusterDomain string
 	// Timeout bounds one read; zero means DefaultTimeout.
 	Timeout time.Duration
 }
@@ -74,33 +117,82 @@ func (r Reader) Revision(ctx context.Context, ns string) (int64, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	dial := r.Dial
-	if dial == nil {
-		var d net.Dialer
-		dial = d.DialContext
+	addr := ServiceAddress(ns, r.ClusterDomain)
+	// gRPC retries a failed dial until the deadline and then says only
+	// that: the last dial's error is what the operator's log needs.
+	var mu sync.Mutex
+	var lastDial error
+	failed := func(err error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if lastDial == nil {
+			return err
+		}
+		return fmt.Errorf("%w (last dial: %v)", err, lastDial)
 	}
-	addr := net.JoinHostPort(ServiceHost(ns), strconv.Itoa(ServicePort))
+	// The endpoint names the Service as its certificate does: gRPC takes
+	// the TLS server name from it. The connection itself always goes to
+	// addr, whatever address gRPC asks for.
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   []string{"https://" + addr},
+		Endpoints:   []string{"https://" + net.JoinHostPort(ServiceHost(ns), strconv.Itoa(ServicePort))},
 		TLS:         cfg,
 		DialTimeout: timeout,
 		Context:     ctx,
 		Logger:      zap.NewNop(),
-		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			return dial(ctx, "tcp", a)
+		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			conn, err := r.dial(ctx, addr)
+			if err != nil {
+				mu.Lock()
+				lastDial = err
+				mu.Unlock()
+			}
+			return conn, err
 		})},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("connect to etcd at %s: %w", addr, err)
+		return 0, failed(fmt.Errorf("connect to etcd at %s: %w", addr, err))
 	}
 	defer cli.Close()
 	// A key nobody writes: the answer is empty and its header carries the
 	// cluster's revision.
 	resp, err := cli.Get(ctx, "\x00etcd-backup-driver/revision-probe")
 	if err != nil {
-		return 0, fmt.Errorf("read the revision of etcd at %s: %w", addr, err)
+		return 0, failed(fmt.Errorf("read the revision of etcd at %s: %w", addr, err))
 	}
 	return resp.Header.Revision, nil
+}
+
+// dial connects to addr at an address the policy allows: resolved and
+// checked before connecting (the policy's dialer), or, through a Dial of
+// one's own, checked once connected and closed before a byte is sent.
+func (r Reader) dial(ctx context.Context, addr string) (net.Conn, error) {
+	if r.Dial == nil {
+		return r.Policy.Dialer().DialContext(ctx, "tcp", addr)
+	}
+	conn, err := r.Dial(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	ap, err := netip.ParseAddrPort(conn.RemoteAddr().String())
+	if err == nil {
+		err = r.Policy.CheckAddr(ap.Addr())
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("endpoint policy: %s reached %s: %w", addr, conn.RemoteAddr(), err)
+	}
+	return conn, nil
+}
+
+// TenantMessage is what a tenant may read about a failed read: one fixed
+// sentence per kind of failure, never the error itself (which names the
+// addresses, ports and certificates met on the way; the operator's log
+// has it).
+func TenantMessage(err error) string {
+	if errors.Is(err, ErrNoCredentials) {
+		return "Secret " + ClientSecretName + " is missing or holds no usable client certificate, key and CA (ca.crt)"
+	}
+	return "the etcd-client Service did not answer the driver over TLS with the client certificate of Secret " + ClientSecretName + " (the driver's log says why)"
 }
 
 func (r Reader) tlsConfig(ctx context.Context, ns string) (*tls.Config, error) {

@@ -28,10 +28,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 const ns = "tenant-a"
+
+// serviceAddr is the only address the driver dials: the client Service's
+// fully qualified name, with the trailing dot no search domain extends.
+const serviceAddr = "etcd-client.tenant-a.svc.cluster.local.:2379"
+
+// loopback is the sandbox's endpoint policy: the tests' etcd listens on
+// 127.0.0.1, which the default policy refuses.
+func loopback(t *testing.T) endpointpolicy.Policy {
+	p, err := endpointpolicy.Parse([]string{"127.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // pki is a CA with the certificates the etcd chart issues: a server
 // certificate naming the client Service, and a client certificate CN=root.
@@ -117,7 +132,7 @@ func clientSecret(p pki) *corev1.Secret {
 func serviceTo(addr string, dialled *[]string) DialFunc {
 	return func(ctx context.Context, network, a string) (net.Conn, error) {
 		*dialled = append(*dialled, a)
-		if a != ServiceHost(ns)+":2379" {
+		if a != serviceAddr {
 			return nil, fmt.Errorf("unexpected address %s", a)
 		}
 		var d net.Dialer
@@ -136,7 +151,7 @@ func TestRevisionOverTLSWithTheChartsClientCertificate(t *testing.T) {
 
 	// Writes through a client of our own raise the revision to a known value.
 	var dialled []string
-	r := Reader{Secrets: secrets(clientSecret(p)), Dial: serviceTo(addr, &dialled)}
+	r := Reader{Secrets: secrets(clientSecret(p)), Dial: serviceTo(addr, &dialled), Policy: loopback(t)}
 	var before int64
 	g.Eventually(func() error {
 		var err error
@@ -148,7 +163,7 @@ func TestRevisionOverTLSWithTheChartsClientCertificate(t *testing.T) {
 	// The server certificate names the Service, not 127.0.0.1: this client
 	// dials the Service name too, through the same mapping.
 	var own []string
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + ServiceHost(ns) + ":2379"}, TLS: cfg,
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://" + serviceAddr}, TLS: cfg,
 		Logger: zap.NewNop(), DialTimeout: 5 * time.Second,
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			return serviceTo(addr, &own)(ctx, "tcp", a)
@@ -164,7 +179,7 @@ func TestRevisionOverTLSWithTheChartsClientCertificate(t *testing.T) {
 	got, err := r.Revision(context.Background(), ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got).To(Equal(before + 25))
-	g.Expect(dialled).To(HaveEach(ServiceHost(ns) + ":2379"))
+	g.Expect(dialled).To(HaveEach(serviceAddr))
 }
 
 func TestRevisionRefusals(t *testing.T) {
@@ -176,26 +191,26 @@ func TestRevisionRefusals(t *testing.T) {
 	var dialled []string
 
 	t.Run("no Secret", func(t *testing.T) {
-		_, err := Reader{Secrets: secrets(), Dial: serviceTo(addr, &dialled)}.Revision(ctx, ns)
+		_, err := Reader{Secrets: secrets(), Dial: serviceTo(addr, &dialled), Policy: loopback(t)}.Revision(ctx, ns)
 		NewWithT(t).Expect(errors.Is(err, ErrNoCredentials)).To(BeTrue(), "%v", err)
 	})
 	t.Run("Secret without a CA", func(t *testing.T) {
 		s := clientSecret(p)
 		delete(s.Data, "ca.crt")
-		_, err := Reader{Secrets: secrets(s), Dial: serviceTo(addr, &dialled)}.Revision(ctx, ns)
+		_, err := Reader{Secrets: secrets(s), Dial: serviceTo(addr, &dialled), Policy: loopback(t)}.Revision(ctx, ns)
 		NewWithT(t).Expect(errors.Is(err, ErrNoCredentials)).To(BeTrue(), "%v", err)
 	})
 	t.Run("a client certificate of another CA", func(t *testing.T) {
 		s := clientSecret(other)
 		s.Data["ca.crt"] = p.caPEM
-		_, err := Reader{Secrets: secrets(s), Dial: serviceTo(addr, &dialled), Timeout: 3 * time.Second}.Revision(ctx, ns)
+		_, err := Reader{Secrets: secrets(s), Dial: serviceTo(addr, &dialled), Policy: loopback(t), Timeout: 3 * time.Second}.Revision(ctx, ns)
 		NewWithT(t).Expect(err).To(HaveOccurred())
 	})
 	t.Run("a server that is not the Service", func(t *testing.T) {
 		// A server whose certificate names something else is not trusted,
 		// although its CA is.
 		addr2 := startTLSEtcd(t, wrongName)
-		_, err := Reader{Secrets: secrets(clientSecret(wrongName)), Dial: serviceTo(addr2, &dialled), Timeout: 3 * time.Second}.Revision(ctx, ns)
+		_, err := Reader{Secrets: secrets(clientSecret(wrongName)), Dial: serviceTo(addr2, &dialled), Policy: loopback(t), Timeout: 3 * time.Second}.Revision(ctx, ns)
 		NewWithT(t).Expect(err).To(HaveOccurred())
 	})
 }

@@ -99,8 +99,9 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		Schema:     d.schema,
 		Broker:     d.broker,
 
-		StagingImage:         o.StagingImage,
-		Revisions:            liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer},
+		StagingImage: o.StagingImage,
+		Revisions: liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy,
+			ClusterDomain: o.ClusterDomain},
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 	}
 	if o.S3CAFile != "" {

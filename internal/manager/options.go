@@ -93,10 +93,17 @@ type Options struct {
 	// driver's own image, which carries /etcd-stage); empty means
 	// $STAGING_IMAGE, which the chart sets to the manager's image.
 	StagingImage string
+	// ClusterDomain is the cluster's DNS domain: the driver dials a
+	// tenant's etcd at etcd-client.<ns>.svc.<ClusterDomain>. (fully
+	// qualified, so no resolver search domain applies).
+	ClusterDomain string
 	// EtcdDialer, when set, opens the connections the driver makes to a
-	// tenant's etcd (the client Service etcd-client.<ns>.svc:2379, to read
-	// its revision before a restore); nil dials the address as it is.
-	// The sandbox maps the Service name to its stand-in. No flag.
+	// tenant's etcd (the client Service etcd-client.<ns>.svc.<domain>.:2379,
+	// to read its revision before a restore); nil resolves the name and
+	// dials through the endpoint policy, which checks every address first
+	// (a dialer of one's own has the address it reached checked before a
+	// byte is sent). The sandbox maps the Service name to its stand-in. No
+	// flag.
 	EtcdDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 	// SkipControllerNameValidation allows several managers in one process
 	// (tests and the sandbox start and stop managers repeatedly). No flag.
@@ -163,6 +170,7 @@ func DefaultOptions() Options {
 		Namespace:               ns,
 		ProvenanceSecret:        "etcd-backup-driver-provenance",
 		StagingImage:            os.Getenv("STAGING_IMAGE"),
+		ClusterDomain:           "cluster.local",
 	}
 }
 
@@ -208,6 +216,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"Secret in the driver's namespace holding the keys that sign Backups; created when missing.")
 	fs.StringVar(&o.StagingImage, "staging-image", o.StagingImage,
 		"Image of the restore's staging Job, which checks the snapshot and raises its revision before etcd boots from it (default: $STAGING_IMAGE, the manager's own image).")
+	fs.StringVar(&o.ClusterDomain, "cluster-domain", o.ClusterDomain,
+		"The cluster's DNS domain: a restore reads a tenant etcd's live revision at etcd-client.<namespace>.svc.<domain>. (fully qualified).")
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("disable-controllers",

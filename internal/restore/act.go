@@ -16,6 +16,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -70,6 +71,9 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		}
 		r.made.forget(o.job.UID)
 		r.creds.forget(o.job.UID)
+		if r.reads != nil {
+			r.reads.Forget(o.job.UID)
+		}
 		return r.patchFinalizer(ctx, o.job, false)
 	case stateAcquireClaim:
 		_, err := r.Claims.Acquire(ctx, o.job, o.target, o.app)
@@ -118,6 +122,12 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.fence(ctx, o)
 	case stateStage:
 		return r.stage(ctx, o)
+	case stateReadRevision:
+		if r.reads == nil {
+			return fmt.Errorf("no live-revision reads: SetupWithManager was not called")
+		}
+		r.reads.Start(liverevision.Key{Job: o.job.UID, Purpose: d.purpose}, client.ObjectKeyFromObject(o.job), o.job.Namespace)
+		return nil
 	case stateRestartControlPlanes:
 		return r.restartPlanes(ctx, o)
 	case stateLiftFence:

@@ -23,10 +23,12 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
@@ -84,7 +86,8 @@ type Reconciler struct {
 	// refuses restores that raise the revision.
 	StagingImage string
 	// Revisions reads a tenant etcd's live revision; nil means it cannot
-	// be read (the revision is then raised by the documented bump).
+	// be read (the revision is then raised by the documented bump). Reads
+	// are made off the workers (liverevision.Reads).
 	Revisions RevisionReader
 	// AllowedEndpointCIDRs and S3CAPEM are passed to the staging Job, which
 	// applies the same endpoint policy as the driver.
@@ -108,6 +111,10 @@ type Reconciler struct {
 	// sharing remembers which namespaces share which tenant's etcd (the
 	// control planes a restore may fence).
 	sharing cpfence.Sharing
+	// reads makes the live-revision reads off the workers and wakes the
+	// restore when one ends (through wake).
+	reads *liverevision.Reads
+	wake  chan event.GenericEvent
 }
 
 // RevisionReader reads the revision a tenant's live etcd has reached
@@ -153,9 +160,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if d.state == stateStage {
+	switch d.state {
+	case stateStage:
 		// The claim is not watched: look again once it exists.
 		return ctrl.Result{RequeueAfter: stagingRecheck}, nil
+	case stateReadRevision:
+		// The read's end wakes the job; this is the fallback.
+		return ctrl.Result{RequeueAfter: revisionPoll}, nil
 	}
 	if !wrote && !acted {
 		// Nothing changed, so no event will come: the cache showed a
@@ -168,6 +179,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // stagingRecheck is how soon a restore that started its staging looks
 // again (the Job's own events wake it for the rest).
 const stagingRecheck = time.Second
+
+// revisionPoll is how soon a restore waiting for a live-revision read
+// looks again should the read's wake-up be lost (it never is but for a
+// full channel).
+const revisionPoll = 5 * time.Second
 
 // staleRetry is how soon a reconcile that found nothing to write looks
 // again (the cache catching up takes milliseconds).

@@ -363,19 +363,36 @@ func toTemplates(in []strategyS3) []strategyv1alpha1.EtcdS3Template {
 
 // revisionTable plays the live clusters' revisions in the suite (there is
 // no real etcd behind the suite's EtcdClusters): a namespace's entry, or
-// defaultLiveRevision.
+// defaultLiveRevision. A namespace marked hung plays an etcd that does not
+// answer: each read waits out the reader's 10 s timeout (or its context).
 type revisionTable struct {
-	mu   sync.Mutex
-	revs map[string]int64
-	errs map[string]error
+	mu      sync.Mutex
+	revs    map[string]int64
+	errs    map[string]error
+	hung    map[string]bool
+	reading map[string]int
 }
 
 const defaultLiveRevision = 4242
 
-var testRevisions = &revisionTable{revs: map[string]int64{}, errs: map[string]error{}}
+var testRevisions = &revisionTable{revs: map[string]int64{}, errs: map[string]error{}, hung: map[string]bool{}, reading: map[string]int{}}
 
-func (t *revisionTable) Revision(_ context.Context, ns string) (int64, error) {
+func (t *revisionTable) Revision(ctx context.Context, ns string) (int64, error) {
 	t.mu.Lock()
+	if t.hung[ns] {
+		t.reading[ns]++
+		t.mu.Unlock()
+		defer func() {
+			t.mu.Lock()
+			t.reading[ns]--
+			t.mu.Unlock()
+		}()
+		select {
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+		}
+		return 0, fmt.Errorf("connect to etcd at etcd-client.%s.svc:2379: context deadline exceeded", ns)
+	}
 	defer t.mu.Unlock()
 	if err := t.errs[ns]; err != nil {
 		return 0, err
@@ -390,4 +407,27 @@ func (t *revisionTable) fail(ns string, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.errs[ns] = err
+}
+
+func (t *revisionTable) set(ns string, rev int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.revs[ns] = rev
+}
+
+func (t *revisionTable) hang(ns string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.hung[ns] = true
+}
+
+// readsWaiting is how many reads of hung namespaces are waiting now.
+func (t *revisionTable) readsWaiting() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.reading {
+		n += c
+	}
+	return n
 }

@@ -2,7 +2,7 @@ package restore
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +18,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -174,7 +175,7 @@ func TestUnreadableLiveRevisionBumpsBlind(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
-	testRevisions.fail(ns, errors.New("no usable etcd client certificate"))
+	testRevisions.fail(ns, fmt.Errorf("%w: Secret %s/%s does not exist", liverevision.ErrNoCredentials, ns, liverevision.ClientSecretName))
 	startOperator(t, ns)
 	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-blind"))).To(Succeed())
 	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
@@ -183,7 +184,7 @@ func TestUnreadableLiveRevisionBumpsBlind(t *testing.T) {
 	raised := condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised)
 	g.Expect(raised).NotTo(BeNil())
 	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionBumpedBlind)))
-	g.Expect(raised.Message).To(ContainSubstring("no usable etcd client certificate"))
+	g.Expect(raised.Message).To(ContainSubstring("Secret etcd-client-tls is missing or holds no usable client certificate"))
 	g.Expect(raised.Message).To(ContainSubstring("1000000000"))
 	fenced := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesFenced)
 	g.Expect(fenced).NotTo(BeNil())

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
@@ -123,6 +124,17 @@ type observation struct {
 	// once the outcome is decided.
 	planes    cpfence.Planes
 	planePods map[string][]corev1.Pod
+
+	// liveRead and recheck are this job's reads of the live revision, as
+	// this process made them (liverevision.Reads): for the staging, and
+	// again just before the purge.
+	liveRead, recheck revisionRead
+}
+
+// revisionRead is where one read of the live revision stands.
+type revisionRead struct {
+	state  liverevision.State
+	result liverevision.Result
 }
 
 // observe reads the world for job. It returns nil when job is gone.
@@ -194,6 +206,10 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	}
 	if err := r.observeStaging(ctx, o); err != nil {
 		return nil, err
+	}
+	if r.reads != nil {
+		o.liveRead.state, o.liveRead.result = r.reads.Look(liverevision.Key{Job: o.job.UID, Purpose: liverevision.ForStaging})
+		o.recheck.state, o.recheck.result = r.reads.Look(liverevision.Key{Job: o.job.UID, Purpose: liverevision.BeforePurge})
 	}
 	return o, nil
 }

@@ -9,21 +9,26 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 )
 
 // Field indexes on RestoreJobs, to map an event to the jobs it concerns.
@@ -63,6 +68,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 	}); err != nil {
 		return fmt.Errorf("index RestoreJobs by UID: %w", err)
 	}
+	r.setupReads(mgr)
 	c := mgr.GetClient()
 	inNamespace := handler.EnqueueRequestsFromMapFunc(r.activeJobs(c, nil))
 	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })
@@ -77,7 +83,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Watches(&etcdv1alpha2.EtcdCluster{}, inNamespace, builder.WithPredicates(clusterOnly)).
 		WatchesMetadata(&corev1.PersistentVolumeClaim{}, inNamespace).
 		Watches(&helmv2.HelmRelease{}, inNamespace, builder.WithPredicates(clusterOnly)).
-		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.jobsLabelled(c, backupsv1alpha1.StagingLabel)))
+		Watches(&batchv1.Job{}, handler.EnqueueRequestsFromMapFunc(r.jobsLabelled(c, backupsv1alpha1.StagingLabel))).
+		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{}))
 	// Kamaji is optional: without its CRDs there is nothing to fence.
 	planes, err := kamajiServes(mgr, "TenantControlPlane")
 	if err != nil {
@@ -100,6 +107,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		}
 	}
 	return b.Complete(r)
+}
+
+// setupReads makes the live-revision reads asynchronous: each runs on a
+// goroutine of its own, and its end wakes the RestoreJob waiting for it.
+func (r *Reconciler) setupReads(mgr ctrl.Manager) {
+	r.wake = make(chan event.GenericEvent, 1024)
+	r.reads = &liverevision.Reads{
+		Log: mgr.GetLogger().WithName("live-revision"),
+		Wake: func(job types.NamespacedName) {
+			select {
+			case r.wake <- event.GenericEvent{Object: &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name}}}:
+			default: // full: the job's revisionPoll looks again
+			}
+		},
+	}
+	if r.Revisions != nil {
+		r.reads.Read = r.Revisions.Revision
+	}
 }
 
 // StagingJobSelector selects the restores' staging Jobs; the manager

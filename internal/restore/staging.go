@@ -17,8 +17,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // The staging step (internal/stagingjob) runs after the capture and before
@@ -43,7 +43,13 @@ func decideStaging(o *observation) (decision, bool) {
 	}
 	if o.staging == nil || !o.stagingClaim {
 		// No Job, or a Job whose claim was never made (a crash between
-		// the two creates): stage (again; what exists is kept).
+		// the two creates): stage (again; what exists is kept). A new
+		// Job needs the live revision first.
+		if o.staging == nil {
+			if d, done := readRevision(o, o.liveRead, liverevision.ForStaging); !done {
+				return d, false
+			}
+		}
 		return decision{state: stateStage, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
 	}
 	switch out, why := stagingjob.OutcomeOf(o.staging); out {
@@ -57,6 +63,21 @@ func decideStaging(o *observation) (decision, bool) {
 			"staging Job %s failed (%s)%s; the live cluster was not touched", o.staging.Name, why, reportSuffix(o))), false
 	}
 	return decision{state: stateWaitStaging, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
+}
+
+// readRevision returns done once the read rd has ended; otherwise the step
+// that starts it or the wait for its end, both under the staging's status
+// (no status write of their own). The read runs off the workers
+// (liverevision.Reads), and its end wakes the job.
+func readRevision(o *observation, rd revisionRead, p liverevision.Purpose) (decision, bool) {
+	switch rd.state {
+	case liverevision.NotStarted:
+		return decision{state: stateReadRevision, purpose: p, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o)}, false
+	case liverevision.Running:
+		return decision{state: stateWaitRevision, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o),
+			deadline: o.now.Add(revisionPoll)}, false
+	}
+	return decision{}, true
 }
 
 // stagingDecides: decideStaging still judges the staging (and so its
@@ -117,10 +138,12 @@ func stagingObject(src restoreSource) stagingjob.Object {
 		PathStyle: src.ForcePathStyle, SecretName: src.SecretName, Size: src.Size, SHA256: src.SHA256}
 }
 
-// stage reads the live revision and creates the claim and the Job. A
-// revision that cannot be read is not a reason to stop: the revision is
-// raised by the documented large bump, and the Job's annotation (and then
-// the RevisionRaised condition) says why.
+// stage creates the claim and the Job, with the live revision read before
+// (readRevision). A revision that could not be read is not a reason to
+// stop: the revision is raised by the documented large bump, and the Job's
+// annotation (and then the RevisionRaised condition) says so in a fixed
+// sentence; why it failed is in the driver's log (the error names what the
+// tenant's Service led to, which is not the tenant's to read).
 func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	if o.staging != nil {
 		// The Job exists without its claim (a crash between the two
@@ -129,19 +152,17 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 		pvc, _ := stagingjob.Build(r.stagingSpec(o, 0))
 		return r.createClaim(ctx, o, pvc)
 	}
-	var live int64
-	var readErr error
-	if r.Revisions == nil {
-		readErr = errors.New("the driver has no way to reach the tenant's etcd")
-	} else {
-		live, readErr = r.Revisions.Revision(ctx, o.job.Namespace)
+	read := o.liveRead.result
+	if o.liveRead.state != liverevision.Done {
+		read.Err = errors.New("the live revision was not read")
 	}
-	if readErr != nil {
+	live := read.Revision
+	if read.Err != nil {
 		live = 0
 	}
 	pvc, job := stagingjob.Build(r.stagingSpec(o, live))
-	if readErr != nil {
-		job.Annotations[liveRevisionErrorAnnotation] = textlimit.Note(readErr.Error())
+	if read.Err != nil {
+		job.Annotations[liveRevisionErrorAnnotation] = liverevision.TenantMessage(read.Err)
 	} else {
 		job.Annotations[liveRevisionAnnotation] = strconv.FormatInt(live, 10)
 	}

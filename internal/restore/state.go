@@ -10,6 +10,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 )
 
 // state is where a restore stands, derived from observed objects only. Each
@@ -77,6 +78,11 @@ const (
 	// stateRestoreProgressDeadline puts the healthy re-created cluster's
 	// spec.progressDeadlineSeconds back to its captured value.
 	stateRestoreProgressDeadline
+	// stateReadRevision starts a read of the live revision (for the
+	// staging, or again before the purge) off the workers;
+	// stateWaitRevision waits for its end (liverevision.Reads).
+	stateReadRevision
+	stateWaitRevision
 )
 
 var stateNames = map[state]string{
@@ -94,6 +100,7 @@ var stateNames = map[state]string{
 	stateRestartControlPlanes: "RestartControlPlanes", stateWaitRestart: "WaitRestart", stateLiftFence: "LiftFence",
 	stateAbandonSafetySnapshot:   "AbandonSafetySnapshot",
 	stateRestoreProgressDeadline: "RestoreProgressDeadline",
+	stateReadRevision:            "ReadRevision", stateWaitRevision: "WaitRevision",
 }
 
 func (s state) String() string { return stateNames[s] }
@@ -102,7 +109,8 @@ func (s state) String() string { return stateNames[s] }
 func (s state) waits() bool {
 	switch s {
 	case stateIgnore, stateWaitBackup, stateWaitClaim, stateWaitSafetySnapshot, stateWaitSnapshots,
-		stateWaitPurge, stateWaitHealthy, stateWaitFence, stateWaitStaging, stateWaitRestart, stateWaitHelmRelease:
+		stateWaitPurge, stateWaitHealthy, stateWaitFence, stateWaitStaging, stateWaitRestart, stateWaitHelmRelease,
+		stateWaitRevision:
 		return true
 	}
 	return false
@@ -119,6 +127,8 @@ type decision struct {
 	success bool
 	// cause is the failure stateStartRollback records.
 	cause backupsv1alpha1.RestoreReason
+	// purpose is the read stateReadRevision starts.
+	purpose liverevision.Purpose
 }
 
 // decide maps an observation to one decision. It is pure: no I/O.

@@ -1,6 +1,7 @@
 package restore
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
@@ -169,8 +171,14 @@ func TestDecide(t *testing.T) {
 			no := false
 			o.opts.SafetySnapshot = &no
 		}, stateCapture, backupsv1alpha1.ReasonSpecCaptured},
-		"absent cluster captured, not staged yet: stage first": {func(o *observation) {
+		"absent cluster captured, not staged yet: read the live revision first": {func(o *observation) {
 			o.capture.from, o.cluster, o.staging = "cap-0", nil, nil
+		}, stateReadRevision, backupsv1alpha1.ReasonStaging},
+		"not staged yet, the read runs: wait (off the workers)": {func(o *observation) {
+			o.staging, o.liveRead.state = nil, liverevision.Running
+		}, stateWaitRevision, backupsv1alpha1.ReasonStaging},
+		"not staged yet, the read ended (even failed): stage": {func(o *observation) {
+			o.staging, o.liveRead.state, o.liveRead.result.Err = nil, liverevision.Done, errors.New("timeout")
 		}, stateStage, backupsv1alpha1.ReasonStaging},
 		"absent cluster captured and staged: re-create": {func(o *observation) { o.capture.from, o.cluster = "cap-0", nil },
 			stateRecreate, backupsv1alpha1.ReasonClusterPurged},

@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -81,6 +82,12 @@ func TestRestoreUnderATenantControlPlane(t *testing.T) {
 	for _, c := range rj.Status.Conditions {
 		t.Logf("RestoreJob condition %s=%s (%s): %s", c.Type, c.Status, c.Reason, c.Message)
 	}
+	// The live revision was read (not the blind bump): the driver reached
+	// the tenant's etcd at the Service's fully qualified name, through the
+	// endpoint policy, with the chart's client certificate.
+	raised := meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionRevisionRaised)
+	g.Expect(raised).NotTo(BeNil())
+	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionRaised)), raised.Message)
 
 	t.Run("informer converges on exactly the backup", func(t *testing.T) {
 		g := NewWithT(t)

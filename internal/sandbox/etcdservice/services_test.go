@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
@@ -62,7 +63,9 @@ func TestDriverReadsTheRevisionThroughTheClientService(t *testing.T) {
 	eps.Store(a, []string{member.Spec.ClientURL})
 	eps.Store(b, []string{member.Spec.ClientURL})
 
-	reader := liverevision.Reader{Secrets: env.Client, Dial: services.Dial, Timeout: 5 * time.Second}
+	loopback, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
+	g.Expect(err).NotTo(HaveOccurred())
+	reader := liverevision.Reader{Secrets: env.Client, Dial: services.Dial, Policy: loopback, Timeout: 5 * time.Second}
 	var rev int64
 	g.Eventually(func() (err error) { rev, err = reader.Revision(ctx, a.Namespace); return err }, 30*time.Second).Should(Succeed())
 	direct, err := etcdproc.Client(member.Spec.ClientURL)
