@@ -8,9 +8,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // Attack (issue 32, item 2): the tenant points its etcd-client Service at
@@ -85,6 +87,52 @@ func TestUnreachableEtcdDoesNotDelayAnotherRestore(t *testing.T) {
 		rj := waitPhase(t, d, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
 		g.Expect(condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised).Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionBumpedBlind)))
 	}
+}
+
+// Fault (issue 32, item 8): the live cluster is written while the
+// snapshot is staged (a writer the fence does not stop). Past half the
+// margin the staging left above the revision it read, the purge is
+// refused: the restored revision could fall below one clients saw.
+func TestLiveRevisionOvertakenDuringStagingIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+	old := getCluster(g, ns)
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-overtaken"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+	stagingJobOf(t, ns, "restore") // the revision it was staged above was read
+	testRevisions.set(ns, defaultLiveRevision+6000)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+	g.Expect(readyReason(rj)).To(Equal("LiveRevisionOvertaken"))
+	g.Expect(rj.Status.Message).To(ContainSubstring("10242"))
+	g.Expect(rj.Status.Message).To(ContainSubstring("the live cluster was not touched"))
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	raised := condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised)
+	g.Expect(raised).NotTo(BeNil())
+	g.Expect(raised.Status).To(Equal(metav1.ConditionFalse), "nothing was restored: %s", raised.Message)
+}
+
+// The same with writes well inside the margin: the purge goes ahead.
+func TestLiveRevisionWithinTheMarginIsRestored(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+	g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-margin"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+	stagingJobOf(t, ns, "restore")
+	testRevisions.set(ns, defaultLiveRevision+100)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionRevisionRaised).Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionRaised)))
 }
 
 // stagingJobOf waits for the staging Job of RestoreJob name (found by its

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -76,6 +77,52 @@ func readRevision(o *observation, rd revisionRead, p liverevision.Purpose) (deci
 	case liverevision.Running:
 		return decision{state: stateWaitRevision, reason: backupsv1alpha1.ReasonStaging, message: stagingMessage(o),
 			deadline: o.now.Add(revisionPoll)}, false
+	}
+	return decision{}, true
+}
+
+// Before the purge the live revision is read again: staging a large
+// snapshot takes minutes, and a writer the fence does not stop (any client
+// of the etcd but Kamaji's control planes) may have moved the live
+// revision past the margin the staging left above the revision it read.
+// Purging then would restore a revision below one clients saw, while
+// RevisionRaised said True. Such a restore is refused instead (nothing is
+// destroyed yet); a new RestoreJob stages above the new revision.
+const (
+	// recheckAttempts is how many reads a re-check makes before it gives up.
+	recheckAttempts = 3
+	// recheckFresh is how long a re-check's answer is good for the purge.
+	recheckFresh = 10 * time.Second
+)
+
+// decideRecheck returns done when the purge may go ahead: the snapshot was
+// raised blind (far above anything the cluster reaches), or the live
+// revision, read again just now, is still within stagingjob.RecheckBudget
+// of the one the snapshot was staged above.
+func decideRecheck(o *observation) (decision, bool) {
+	floor := stagingjob.FloorOf(o.staging)
+	if floor == 0 {
+		return decision{}, true
+	}
+	rc := o.recheck
+	switch {
+	case rc.state != liverevision.Done:
+	case rc.result.Err != nil && rc.result.Attempt < recheckAttempts, rc.result.Err == nil && o.now.Sub(rc.result.Ended) > recheckFresh:
+		// Read (again): a failed read is retried, a stale answer renewed.
+		rc.state = liverevision.NotStarted
+	}
+	if d, done := readRevision(o, rc, liverevision.BeforePurge); !done {
+		return d, false
+	}
+	if rc.result.Err != nil {
+		return failure(o, backupsv1alpha1.ReasonLiveRevisionUnconfirmed, fmt.Sprintf(
+			"the live revision (%d when the snapshot was staged) could not be read again before the purge (%d attempts: %s), so the restored revision might fall below one the cluster's clients saw; the live cluster was not touched; see the driver's log, then create the RestoreJob again",
+			floor, rc.result.Attempt, liverevision.TenantMessage(rc.result.Err))), false
+	}
+	if now := rc.result.Revision; now-floor >= stagingjob.RecheckBudget {
+		return failure(o, backupsv1alpha1.ReasonLiveRevisionOvertaken, fmt.Sprintf(
+			"the live cluster went from revision %d, which the snapshot was staged above, to %d before the purge: %d writes or more landed while the snapshot was staged, more than the %d the purge allows, so the restored revision could fall below one the cluster's clients saw; the live cluster was not touched; stop the etcd's other writers (the restore fences Kamaji control planes, not other clients) and create the RestoreJob again",
+			floor, now, now-floor, stagingjob.RecheckBudget)), false
 	}
 	return decision{}, true
 }
@@ -187,9 +234,10 @@ func (r *Reconciler) createClaim(ctx context.Context, o *observation, pvc *corev
 	return nil
 }
 
-// revisionCondition is RevisionRaised as the staging Job tells it; nil
-// while there is nothing to say.
-func revisionCondition(o *observation) *metav1.Condition {
+// revisionCondition is RevisionRaised as the staging Job tells it, after
+// decision d; nil while there is nothing to say. A restore that ends before
+// the purge restored nothing, whatever it staged.
+func revisionCondition(o *observation, d decision) *metav1.Condition {
 	c := &metav1.Condition{Type: backupsv1alpha1.RestoreConditionRevisionRaised}
 	if !o.opts.bumpRevision() {
 		c.Status, c.Reason = metav1.ConditionFalse, string(backupsv1alpha1.ReasonRevisionNotRaised)
@@ -201,6 +249,11 @@ func revisionCondition(o *observation) *metav1.Condition {
 	}
 	if out, _ := stagingjob.OutcomeOf(o.staging); out != stagingjob.Staged {
 		return nil
+	}
+	if out := outcomeOf(o.job); !committed(o) && ((d.state == stateConclude && !d.success) || (out != nil && !out.success)) {
+		c.Status, c.Reason = metav1.ConditionFalse, string(backupsv1alpha1.ReasonRevisionNotRaised)
+		c.Message = "the restore ended before the live cluster was replaced: the staged snapshot was not restored"
+		return c
 	}
 	ann := o.staging.Annotations
 	c.Status = metav1.ConditionTrue

@@ -2,6 +2,7 @@ package restore
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +110,17 @@ func safetyRunning(o *observation, age time.Duration) {
 	o.now = t0.Add(age)
 	o.snapshot = &etcdv1alpha2.EtcdSnapshot{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: safetyName(o.job),
 		CreationTimestamp: metav1.NewTime(t0)}, Status: etcdv1alpha2.EtcdSnapshotStatus{Phase: etcdv1alpha2.SnapshotPhaseStarted}}
+}
+
+// stagedAbove gives the staging Job a restore file staged above live.
+func stagedAbove(o *observation, live int64) {
+	o.staging = o.staging.DeepCopy()
+	o.staging.Spec.Template.Spec.Containers = []corev1.Container{{Name: "stage", Args: []string{"--key=k", fmt.Sprintf("--revision-floor=%d", live)}}}
+}
+
+// rechecked records the read made just before the purge.
+func rechecked(o *observation, rev int64, err error, attempt int) {
+	o.recheck = revisionRead{state: liverevision.Done, result: liverevision.Result{Revision: rev, Err: err, Ended: o.now, Attempt: attempt}}
 }
 
 func purgedWorld(o *observation) {
@@ -252,6 +264,33 @@ func TestDecide(t *testing.T) {
 		"HelmRelease resumed by someone mid-restore is suspended again": {func(o *observation) { o.hr.Spec.Suspend = false },
 			stateSuspendHelmRelease, backupsv1alpha1.ReasonHelmReleaseSuspended},
 		"old cluster present: delete it": {func(o *observation) {}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
+		"staged above a live revision: read it again before the purge": {func(o *observation) { stagedAbove(o, 4242) },
+			stateReadRevision, backupsv1alpha1.ReasonStaging},
+		"the read before the purge runs: wait": {func(o *observation) {
+			stagedAbove(o, 4242)
+			o.recheck.state = liverevision.Running
+		}, stateWaitRevision, backupsv1alpha1.ReasonStaging},
+		"the live revision moved within the budget: purge": {func(o *observation) {
+			stagedAbove(o, 4242)
+			rechecked(o, 4242+stagingjob.RecheckBudget-1, nil, 1)
+		}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
+		"the live revision moved past the budget: refused, nothing touched": {func(o *observation) {
+			stagedAbove(o, 4242)
+			rechecked(o, 4242+stagingjob.RecheckBudget, nil, 1)
+		}, stateConclude, backupsv1alpha1.ReasonLiveRevisionOvertaken},
+		"the read before the purge failed: read again": {func(o *observation) {
+			stagedAbove(o, 4242)
+			rechecked(o, 0, errors.New("timeout"), recheckAttempts-1)
+		}, stateReadRevision, backupsv1alpha1.ReasonStaging},
+		"the read before the purge failed every time: refused, nothing touched": {func(o *observation) {
+			stagedAbove(o, 4242)
+			rechecked(o, 0, errors.New("timeout"), recheckAttempts)
+		}, stateConclude, backupsv1alpha1.ReasonLiveRevisionUnconfirmed},
+		"an old answer is not the purge's: read again": {func(o *observation) {
+			stagedAbove(o, 4242)
+			rechecked(o, 4242, nil, 1)
+			o.recheck.result.Ended = o.now.Add(-recheckFresh - time.Second)
+		}, stateReadRevision, backupsv1alpha1.ReasonStaging},
 		"cluster gone but PVCs remain: no shortcut": {func(o *observation) { o.cluster, o.pvcs = nil, 2 },
 			stateWaitPurge, backupsv1alpha1.ReasonPurgingCluster},
 		"cluster and PVCs gone: re-create": {func(o *observation) { o.cluster = nil },

@@ -109,7 +109,7 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 			"the old EtcdCluster and its PVCs are gone")
 	}
 	setPlaneMilestones(st, o, heldByUs)
-	if c := revisionCondition(o); c != nil && (heldByUs || o.staging != nil) {
+	if c := revisionCondition(o, d); c != nil && (heldByUs || o.staging != nil) {
 		setConditionRaw(st, *c)
 	}
 	if o.capture != nil && recreatedBy(o) {

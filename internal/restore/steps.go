@@ -144,6 +144,9 @@ func decideLiveCluster(o *observation) decision {
 		if d, done := decideStaging(o); !done {
 			return d
 		}
+		if d, done := decideRecheck(o); !done {
+			return d
+		}
 	}
 	return decision{state: stateDeleteCluster, reason: backupsv1alpha1.ReasonPurgingCluster, message: purgeMessage}
 }

@@ -17,6 +17,7 @@ package stagingjob
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,7 +147,7 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 		},
 	}
 	restorePlan, rollbackPlan := revisionPlans(s.LiveRevision)
-	containers := []corev1.Container{container(s, "stage", s.Restore, RestoreFile, restorePlan)}
+	containers := []corev1.Container{container(s, restoreContainer, s.Restore, RestoreFile, restorePlan)}
 	var inits []corev1.Container
 	if s.Rollback != nil {
 		inits = append(inits, container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan))
@@ -199,6 +200,9 @@ func revisionPlans(live int64) (restore, rollback revisionPlan) {
 	return revisionPlan{bump: UnknownLiveBump}, revisionPlan{bump: UnknownLiveBump + RollbackMargin}
 }
 
+// restoreContainer stages the restore's own file (FloorOf reads it).
+const restoreContainer = "stage"
+
 func container(s Spec, name string, o Object, file string, p revisionPlan) corev1.Container {
 	args := staging.Options{
 		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
@@ -241,4 +245,30 @@ func Describe(s Spec) string {
 		msg += fmt.Sprintf(" and the safety snapshot s3://%s/%s", s.Rollback.Bucket, s.Rollback.Key)
 	}
 	return msg + " onto PersistentVolumeClaim " + Name(s.RestoreJobUID)
+}
+
+// RecheckBudget is how far the live revision may move past the one a
+// Job's snapshot was staged above before the purge is refused: half the
+// margin the staging adds above it (staging.DefaultMargin), so the other
+// half covers the writes that still land while the old cluster stops.
+const RecheckBudget = staging.DefaultMargin / 2
+
+// FloorOf is the live revision the restore's file of Job j was staged
+// above (its --revision-floor), or 0 when it was raised by a fixed bump
+// (the revision could not be read). It is read from the Pod template,
+// which a Job never changes, not from an annotation.
+func FloorOf(j *batchv1.Job) int64 {
+	for _, c := range j.Spec.Template.Spec.Containers {
+		if c.Name != restoreContainer {
+			continue
+		}
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--revision-floor="); ok {
+				if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+					return n
+				}
+			}
+		}
+	}
+	return 0
 }

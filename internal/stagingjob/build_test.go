@@ -88,3 +88,20 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 		t.Fatalf("refusal rule %+v", rule)
 	}
 }
+
+// The floor the purge's re-check compares with is the Job's own argument
+// (immutable), not an annotation a tenant can edit.
+func TestFloorOf(t *testing.T) {
+	s := Spec{Namespace: "ns", RestoreJobName: "rj", RestoreJobUID: "u", Image: "img",
+		Restore: Object{Bucket: "b", Key: "k", SecretName: "s", Size: 1}, Rollback: &Object{Bucket: "b", Key: "r", SecretName: "s", Size: 1}}
+	s.LiveRevision = 4242
+	_, job := Build(s)
+	if got := FloorOf(job); got != 4242 {
+		t.Fatalf("floor %d, want 4242", got)
+	}
+	s.LiveRevision = 0
+	_, job = Build(s)
+	if got := FloorOf(job); got != 0 {
+		t.Fatalf("a blind bump has no floor; got %d", got)
+	}
+}

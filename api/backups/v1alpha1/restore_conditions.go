@@ -161,6 +161,15 @@ const (
 	// ReasonStagingConflict: an object at the staging Job's name is not
 	// this restore's.
 	ReasonStagingConflict RestoreReason = "StagingConflict"
+	// ReasonLiveRevisionOvertaken: read again just before the purge, the
+	// live cluster had moved so far past the revision the snapshot was
+	// staged above that the restored revision could fall below one its
+	// clients saw; nothing was destroyed.
+	ReasonLiveRevisionOvertaken RestoreReason = "LiveRevisionOvertaken"
+	// ReasonLiveRevisionUnconfirmed: the live revision, read when the
+	// snapshot was staged, could not be read again before the purge;
+	// nothing was destroyed.
+	ReasonLiveRevisionUnconfirmed RestoreReason = "LiveRevisionUnconfirmed"
 
 	// Failures once the restore held the application.
 	ReasonDeadlineExceeded  RestoreReason = "DeadlineExceeded"
