@@ -98,8 +98,10 @@ var BackupJob toolscache.TransformFunc = func(in any) (any, error) {
 
 // HelmRelease keeps what a restore reads of an application's HelmRelease
 // from the cache: its metadata, spec.suspend and readiness, and of its
-// annotations only a restore's success seal. Values, chart and history
-// (often the bulk of the object) are never read.
+// annotations only a restore's success seal (as an earlier driver wrote
+// it: a restore running across the upgrade still reads it; the driver now
+// seals in the capture). Values, chart and history (often the bulk of the
+// object) are never read.
 var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
 	hr, ok := in.(*helmv2.HelmRelease)
 	if !ok {

@@ -2,14 +2,15 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"maps"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -70,6 +71,8 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 			}
 		}
 		r.made.forget(o.job.UID)
+		r.madeJob.forget(o.job.UID)
+		r.madeCluster.forget(o.job.UID)
 		r.creds.forget(o.job.UID)
 		if r.reads != nil {
 			r.reads.Forget(o.job.UID)
@@ -98,16 +101,10 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateCapture:
 		return r.captureCluster(ctx, o)
 	case stateSuspendHelmRelease:
-		return r.setSuspend(ctx, o.hr, true, "")
+		return r.setSuspend(ctx, o.hr, true)
 	case stateRestoreHelmRelease:
-		// A sealed success, not yet written, goes on the HelmRelease with
-		// its resume: once resumed, Flux may rewrite the cluster (and its
-		// seal) before the end is written.
-		seal := ""
-		if outcomeOf(o.job) == nil && sealed(o) {
-			seal = string(o.job.UID)
-		}
-		if err := r.setSuspend(ctx, o.hr, false, seal); err != nil {
+		// A sealed success is in the capture, which Flux does not touch.
+		if err := r.setSuspend(ctx, o.hr, false); err != nil {
 			return err
 		}
 		r.resumes.add(o.job.UID, o.now)
@@ -259,19 +256,10 @@ func (r *Reconciler) deleteCapture(ctx context.Context, o *observation) error {
 }
 
 // setSuspend sets the HelmRelease's spec.suspend, guarded by its
-// resourceVersion so a concurrent edit is re-read rather than overwritten;
-// a non-empty seal records a restore's success on it in the same patch.
-func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, suspend bool, seal string) error {
+// resourceVersion so a concurrent edit is re-read rather than overwritten.
+func (r *Reconciler) setSuspend(ctx context.Context, hr *helmv2.HelmRelease, suspend bool) error {
 	patch := client.MergeFromWithOptions(hr.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	hr.Spec.Suspend = suspend
-	if seal != "" {
-		ann := maps.Clone(hr.Annotations)
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[backupsv1alpha1.RestoreSucceededAnnotation] = seal
-		hr.Annotations = ann
-	}
 	if err := r.Client.Patch(ctx, hr, patch); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("set suspend=%t on HelmRelease %s/%s: %w", suspend, hr.Namespace, hr.Name, err)
 	}
@@ -303,8 +291,14 @@ func (r *Reconciler) deleteCluster(ctx context.Context, o *observation) error {
 // the restore at once instead of at the deadline.
 func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d decision) error {
 	obj, err := recreatedCluster(o, recreateSource(o), d.deadline)
+	// Known by its UID from now on (recreatedBy), not by annotations; a
+	// create whose answer was lost leaves the annotation to tell.
+	r.madeCluster.forget(o.job.UID)
 	if err == nil {
 		err = r.Client.Create(ctx, obj)
+	}
+	if err == nil {
+		r.madeCluster.add(o.job.UID, obj.GetUID())
 	}
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
@@ -326,22 +320,43 @@ func (r *Reconciler) recreateCluster(ctx context.Context, o *observation, d deci
 }
 
 // restoreProgressDeadline patches the healthy re-created cluster's
-// spec.progressDeadlineSeconds back to the captured value and, outside a
-// rollback, seals the restore's success on it (sealed), on exactly the
-// object observed (optimistic lock).
+// spec.progressDeadlineSeconds back to the captured value, on exactly the
+// object observed (optimistic lock), and then, outside a rollback, seals
+// the restore's success in the capture, with that cluster's UID (sealed).
+// The deadline goes first: a seal is the end of this step.
 func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation) error {
-	c := o.cluster.DeepCopy()
-	patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	want := capturedProgressDeadline(o)
-	c.Spec.ProgressDeadlineSeconds = &want
-	if rollbackOf(o.job) == nil {
-		if c.Annotations == nil {
-			c.Annotations = map[string]string{}
+	if !progressDeadlineRestored(o) {
+		c := o.cluster.DeepCopy()
+		patch := client.MergeFromWithOptions(c.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		c.Spec.ProgressDeadlineSeconds = &want
+		if err := r.Client.Patch(ctx, c, patch); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
 		}
-		c.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
 	}
-	if err := r.Client.Patch(ctx, c, patch); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("put spec.progressDeadlineSeconds of EtcdCluster %s/%s back to %d: %w", c.Namespace, c.Name, want, err)
+	if rollbackOf(o.job) != nil || sealed(o) {
+		return nil
+	}
+	return r.seal(ctx, o)
+}
+
+// seal records in the capture that this job's re-created cluster (by UID)
+// was found healthy: the restore succeeded.
+func (r *Reconciler) seal(ctx context.Context, o *observation) error {
+	// The label only names the tenant for whoever watches the write (the
+	// raw patch carries the data alone).
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.capture.namespace, Name: o.capture.name,
+		Labels: map[string]string{backupsv1alpha1.CaptureForLabel: o.job.Namespace}}}
+	body, err := json.Marshal(map[string]any{"data": map[string]string{
+		captureKeyRecreated: string(o.cluster.UID), captureKeySucceeded: string(o.job.UID)}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, cm, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return fmt.Errorf("seal the restore in capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	return nil
 }

@@ -32,6 +32,19 @@ const (
 	// captureKeyUID is the UID of the cluster captured live: any other
 	// cluster seen later is not the one the restore set out to replace.
 	captureKeyUID = "etcdcluster-uid"
+	// captureKeyRecreated and captureKeySucceeded record, once the
+	// cluster the restore re-created was found healthy, that cluster's UID
+	// and the restore's success (the seal). Decisions read them here, in
+	// the driver's namespace, not from annotations on the tenant's
+	// cluster or HelmRelease, which the tenant can write.
+	captureKeyRecreated = "recreated-etcdcluster-uid"
+	captureKeySucceeded = "restore-succeeded"
+	// captureKeyFormat marks captures that record the above; one without
+	// it was made by an earlier driver, whose seal is on the cluster and
+	// the HelmRelease (read for those captures only, so a restore running
+	// across an upgrade ends as it would have).
+	captureKeyFormat = "format"
+	captureFormat    = "2"
 )
 
 // hrState is the HelmRelease's state before the restore touched it.
@@ -86,6 +99,11 @@ type capture struct {
 	// uid is the captured live cluster's UID ("" when absent, or for a
 	// capture made before it was recorded).
 	uid types.UID
+	// recreated and succeeded are the restore's seal (captureKeyRecreated,
+	// captureKeySucceeded); legacy marks a capture of an earlier driver.
+	recreated types.UID
+	succeeded bool
+	legacy    bool
 }
 
 // captureName is unique per RestoreJob (namespace, name and UID) within
@@ -142,6 +160,7 @@ func buildCapture(ns string, rj *backupsv1alpha1.RestoreJob, app string, live *u
 		captureKeyHelmRelease: string(priorState(hr)),
 		captureKeySource:      string(srcYAML),
 		captureKeyUID:         string(live.GetUID()),
+		captureKeyFormat:      captureFormat,
 		captureKeyReadme: fmt.Sprintf(`EtcdCluster %s/%s as it was before RestoreJob %s/%s restored Backup %s.
 To bring the old cluster definition back by hand: suspend HelmRelease %s/%s, delete the EtcdCluster,
 and kubectl create -f the %s key of this ConfigMap. The HelmRelease was %s before the restore.
@@ -186,7 +205,9 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 		return nil, err
 	}
 	c := &capture{namespace: cm.Namespace, name: cm.Name, app: cm.Annotations[captureAppAnnotation],
-		cluster: &unstructured.Unstructured{Object: obj}, source: *src, from: cm.Data[captureKeyFrom], uid: types.UID(cm.Data[captureKeyUID])}
+		cluster: &unstructured.Unstructured{Object: obj}, source: *src, from: cm.Data[captureKeyFrom], uid: types.UID(cm.Data[captureKeyUID]),
+		recreated: types.UID(cm.Data[captureKeyRecreated]), succeeded: cm.Data[captureKeySucceeded] == string(rj.UID),
+		legacy: cm.Data[captureKeyFormat] == ""}
 	if c.app == "" {
 		c.app = applicationName
 	}

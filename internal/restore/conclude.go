@@ -50,10 +50,8 @@ func decideHandBack(o *observation, out *outcome) decision {
 		switch {
 		case outcomeOf(o.job) == nil:
 			// A sealed success not yet written is handed back only under
-			// its claim (after it, a suspension is another restore's),
-			// and the HelmRelease gets the seal even if a human resumed
-			// it first: Flux may rewrite the cluster from then on.
-			if heldByUs && (o.hr.Spec.Suspend || o.hr.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] != string(o.job.UID)) {
+			// its claim (after it, a suspension is another restore's).
+			if heldByUs && o.hr.Spec.Suspend {
 				return decision{state: stateRestoreHelmRelease}
 			}
 		case o.hr.Spec.Suspend && !heldByOther:

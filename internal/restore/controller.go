@@ -47,7 +47,7 @@ import (
 // +kubebuilder:rbac:groups=helm.toolkit.fluxcd.io,resources=helmreleases,verbs=get;list;watch;patch,resourceNames=etcd
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete,namespace=etcd-backup-driver
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete;patch,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;delete,namespace=etcd-backup-driver
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
@@ -102,8 +102,12 @@ type Reconciler struct {
 
 	// expect holds the writes the cache has not shown yet.
 	expect expectations
-	// made holds the staging claims this process created.
-	made madeClaims
+	// made holds the staging claims this process created; madeJob and
+	// madeCluster the staging Jobs and the clusters it created, by UID
+	// (an object by the same name with another UID is not the restore's).
+	made        madeClaims
+	madeJob     madeClaims
+	madeCluster madeClaims
 	// resumes holds when this process resumed each restore's HelmRelease.
 	resumes resumes
 	// creds holds the credentials read before a claim for its check.

@@ -32,3 +32,11 @@ func (c *madeClaims) claimUID(job types.UID) (types.UID, bool) {
 }
 
 func (c *madeClaims) forget(job types.UID) { c.m.Delete(job) }
+
+// uidOf is the UID of what this process made for job: the same record
+// serves the staging Jobs and the re-created clusters (Reconciler.madeJob,
+// Reconciler.madeCluster).
+func (c *madeClaims) uidOf(job types.UID) types.UID {
+	uid, _ := c.claimUID(job)
+	return uid
+}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -125,6 +126,10 @@ type observation struct {
 	planes    cpfence.Planes
 	planePods map[string][]corev1.Pod
 
+	// created is the UID of the cluster this process re-created for the
+	// job ("" when it did not, or forgot in a restart).
+	created types.UID
+
 	// liveRead and recheck are this job's reads of the live revision, as
 	// this process made them (liverevision.Reads): for the staging, and
 	// again just before the purge.
@@ -144,6 +149,7 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 		return nil, err
 	}
 	o.resumedAt = r.resumes.at(o.job.UID)
+	o.created = r.madeCluster.uidOf(o.job.UID)
 	o.opts, o.optsErr = parseOptions(o.job.Spec.Options)
 	ns := o.job.Namespace
 	o.target = claim.Target{Namespace: ns, Cluster: clusterName}

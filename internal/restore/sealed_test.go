@@ -20,16 +20,15 @@ func sealedWorld(ready int32, available bool) *observation {
 	o.capture.uid = "old-uid"
 	withCondition(o, backupsv1alpha1.RestoreConditionPurged, metav1.ConditionTrue, backupsv1alpha1.ReasonClusterPurged, "gone", t0)
 	ours(o, "b", o.capture.source.Key, ready, available)
-	o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+	sealInCapture(o)
 	deadline := int32(600)
 	o.cluster.Spec.ProgressDeadlineSeconds = &deadline
 	return o
 }
 
-// resumedBySeal is the hand-back's resume: the HelmRelease carries the seal.
+// resumedBySeal is the hand-back's resume.
 func resumedBySeal(o *observation) {
 	o.hr.Spec.Suspend = false
-	o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
 }
 
 func helmReleaseCondition(st backupsv1alpha1.RestoreJobStatus) *metav1.Condition {
@@ -71,11 +70,12 @@ func TestSealedSuccessOutlivesAMemberNotReady(t *testing.T) {
 
 // Once the HelmRelease is resumed, helm-controller may rewrite the cluster
 // (an upgrade with spec.upgrade.force drops the driver's annotations)
-// before the end is written; the seal the resume put on the HelmRelease
-// keeps the success. Without it (review findings): the healthy restored
-// cluster was rolled over while the claim was held, rolled back past the
-// deadline, and the restore ended Failed ClaimLost once the claim was gone.
-func TestSealOnTheHelmReleaseOutlivesTheClustersMarks(t *testing.T) {
+// before the end is written; the seal in the capture, which names the
+// cluster by UID, keeps the success. Without a seal out of Flux's reach
+// (review findings): the healthy restored cluster was rolled over while
+// the claim was held, rolled back past the deadline, and the restore ended
+// Failed ClaimLost once the claim was gone.
+func TestSealInTheCaptureOutlivesTheClustersMarks(t *testing.T) {
 	rewritten := func() *observation {
 		o := sealedWorld(3, true)
 		resumedBySeal(o)
@@ -110,10 +110,9 @@ func TestSealOnTheHelmReleaseOutlivesTheClustersMarks(t *testing.T) {
 }
 
 // A sealed success not yet written hands the HelmRelease back only under
-// its claim, and seals it even if a human resumed it first (found by a
-// second review: after the claim release it resumed a HelmRelease another
-// restore had kept suspended, and a human's resume left the success on
-// the cluster alone).
+// its claim (found by a second review: after the claim release it resumed
+// a HelmRelease another restore had kept suspended); a human's resume
+// before the driver's changes nothing, the seal being in the capture.
 func TestSealedHandBackOnlyUnderTheClaim(t *testing.T) {
 	t.Run("claim released, HelmRelease kept suspended by a later restore that failed: left alone", func(t *testing.T) {
 		g := NewWithT(t)
@@ -123,12 +122,10 @@ func TestSealedHandBackOnlyUnderTheClaim(t *testing.T) {
 		g.Expect(d.state).To(Equal(stateFinish))
 		g.Expect(d.success).To(BeTrue())
 	})
-	t.Run("resumed by a human before the driver: sealed all the same", func(t *testing.T) {
+	t.Run("resumed by a human before the driver: the claim goes", func(t *testing.T) {
 		g := NewWithT(t)
 		o := sealedWorld(3, true)
 		o.hr.Spec.Suspend = false
-		g.Expect(decide(o, time.Hour).state).To(Equal(stateRestoreHelmRelease))
-		resumedBySeal(o)
 		g.Expect(decide(o, time.Hour).state).To(Equal(stateReleaseClaim))
 	})
 }

@@ -246,8 +246,29 @@ func purged(job *backupsv1alpha1.RestoreJob) bool {
 	return meta.IsStatusConditionTrue(job.Status.Conditions, backupsv1alpha1.RestoreConditionPurged)
 }
 
+// recreatedBy: the live cluster is the one this job created. Once the
+// restore sealed its success the capture names that cluster by UID; until
+// then the cluster this process created is known by the UID the API server
+// gave it, and after a restart by the restored-by annotation the re-create
+// sets, except on the cluster captured live, which is never one this job
+// created whatever its annotations say (a tenant can write them).
 func recreatedBy(o *observation) bool {
-	return o.cluster != nil && o.cluster.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] == string(o.job.UID)
+	c := o.cluster
+	if c == nil {
+		return false
+	}
+	if o.capture != nil {
+		if o.capture.recreated != "" {
+			return c.UID == o.capture.recreated
+		}
+		if o.capture.uid != "" && c.UID == o.capture.uid {
+			return false
+		}
+	}
+	if o.created != "" {
+		return c.UID == o.created
+	}
+	return c.GetAnnotations()[backupsv1alpha1.RestoredByAnnotation] == string(o.job.UID)
 }
 
 // failure concludes the restore as failed; the message says how to recover.
@@ -279,18 +300,24 @@ func recoveryAdvice(o *observation) string {
 }
 
 // sealed: this job found the cluster it re-created (not in a rollback)
-// healthy and said so on it (RestoreSucceededAnnotation), so its success is
-// read from the world: no status write before the hand-back. The hand-back
-// resumes the HelmRelease and releases the claim, the end (Succeeded, with
-// the Outcome condition and the story Event) is written, and the capture,
-// the staging claim and the finalizer are settled after it.
-//
-// The seal is durable as long as the end is not written: on the cluster
-// while the HelmRelease is suspended (Flux leaves the cluster alone), and
-// on the HelmRelease from the patch that resumes it (Flux may then rewrite
-// the cluster, its annotations included, before the end is written).
+// healthy and recorded so in its capture (captureKeySucceeded, with the
+// cluster's UID), so its success is read from the driver's own record: no
+// status write before the hand-back. The hand-back resumes the HelmRelease
+// and releases the claim, the end (Succeeded, with the Outcome condition
+// and the story Event) is written, and the capture, the staging claim and
+// the finalizer are settled after it. The seal lasts as long as the
+// capture, which is deleted only after the end is written; Flux may
+// rewrite the cluster once the HelmRelease is resumed, which changes
+// nothing. A capture of an earlier driver keeps that driver's seal, on the
+// cluster and the HelmRelease.
 func sealed(o *observation) bool {
-	if rollbackOf(o.job) != nil {
+	if rollbackOf(o.job) != nil || o.capture == nil {
+		return false
+	}
+	if o.capture.succeeded {
+		return true
+	}
+	if !o.capture.legacy {
 		return false
 	}
 	uid := string(o.job.UID)

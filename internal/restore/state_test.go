@@ -67,6 +67,12 @@ func world() *observation {
 	return o
 }
 
+// sealInCapture records the success of ours in the capture, as the driver
+// does once it found the re-created cluster healthy.
+func sealInCapture(o *observation) {
+	o.capture.recreated, o.capture.succeeded = o.cluster.UID, true
+}
+
 // ours makes the live cluster the one this job re-created from key.
 func ours(o *observation, from, key string, ready int32, available bool) {
 	o.cluster = o.cluster.DeepCopy()
@@ -323,24 +329,55 @@ func TestDecide(t *testing.T) {
 			stateRestoreProgressDeadline, ""},
 		"sealed by this job, even if unhealthy now: the hand-back starts, no conclusion of its own": {func(o *observation) {
 			ours(o, "b", key, 0, false)
-			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+			sealInCapture(o)
 		}, stateRestoreHelmRelease, ""},
 		"sealed by this job, HelmRelease resumed, claim released: the end is written": {func(o *observation) {
 			ours(o, "b", key, 3, true)
-			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+			sealInCapture(o)
 			o.hr.Spec.Suspend, o.holder = false, nil
 		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
-		"sealed on the resumed HelmRelease, the cluster rewritten without its marks: the hand-back goes on": {func(o *observation) {
+		"sealed in the capture, the cluster rewritten without its marks: the hand-back goes on": {func(o *observation) {
 			ours(o, "b", key, 3, true)
+			sealInCapture(o)
 			o.cluster.Annotations = nil
 			o.hr.Spec.Suspend = false
-			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
 		}, stateReleaseClaim, ""},
-		"sealed on the resumed HelmRelease, claim released: the end is written, not ClaimLost": {func(o *observation) {
+		"sealed in the capture, cluster gone, claim released: the end is written, not ClaimLost": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			sealInCapture(o)
 			o.cluster = nil
 			o.hr.Spec.Suspend, o.holder = false, nil
-			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
 		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
+		// Seals a tenant can write (issue 32, item 4): not the driver's.
+		"a seal on the re-created cluster's annotations only: sealed in the capture first": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+		}, stateRestoreProgressDeadline, ""},
+		"a seal on the HelmRelease only: not sealed, the re-created cluster is waited for": {func(o *observation) {
+			ours(o, "b", key, 0, false)
+			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
+		}, stateWaitHealthy, backupsv1alpha1.ReasonEtcdClusterBootstrapping},
+		"restored-by and a seal on the cluster captured live: it is purged as planned": {func(o *observation) {
+			o.capture.uid = o.cluster.UID
+			o.cluster.Annotations = map[string]string{backupsv1alpha1.RestoredByAnnotation: string(o.job.UID),
+				backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
+		}, stateDeleteCluster, backupsv1alpha1.ReasonPurgingCluster},
+		"a cluster other than the one the capture sealed: not this job's": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			sealInCapture(o)
+			o.cluster.UID = "another-uid"
+			o.hr.Spec.Suspend, o.holder = false, nil
+		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
+		"a capture of an earlier driver: its seal on the cluster holds": {func(o *observation) {
+			ours(o, "b", key, 0, false)
+			o.capture.legacy = true
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+		}, stateRestoreHelmRelease, ""},
+		"the cluster this process created is known by its UID, not by annotations": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			purgedWorld(o)
+			o.created = "yet-another-uid"
+		}, stateDeleteCluster, backupsv1alpha1.ReasonReplacingRecreatedCluster},
 		"sealed by another RestoreJob: not this one's success": {func(o *observation) {
 			ours(o, "b", key, 3, true)
 			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = "another-uid"

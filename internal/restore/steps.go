@@ -112,8 +112,8 @@ func decideLiveCluster(o *observation) decision {
 		}
 		if healthy(o.cluster) {
 			if !progressDeadlineRestored(o) || !sealed(o) {
-				// The progress deadline goes back and the success is
-				// sealed on the cluster, in one patch.
+				// The progress deadline goes back, then the success is
+				// sealed in the capture (one step).
 				return decision{state: stateRestoreProgressDeadline}
 			}
 			return sealedSuccess(o)
