@@ -64,8 +64,10 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateRemoveFinalizer:
 		// The staging claim is settled first, and again after a crash
 		// in between: the finalizer is the record that it is done, not
-		// the staging Job (a finished one is left to its TTL).
-		if settles(o) {
+		// the staging Job (a finished one is left to its TTL). Without a
+		// capture it was settled with the capture's removal, which knew
+		// its names.
+		if settles(o) && o.capture != nil {
 			if err := r.settleStaging(ctx, o); err != nil {
 				return err
 			}
@@ -114,6 +116,13 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 	case stateRecreate:
 		return r.recreateCluster(ctx, o, d)
 	case stateDeleteCapture:
+		// The capture holds the staging's names: the staging is settled
+		// before it goes.
+		if settles(o) {
+			if err := r.settleStaging(ctx, o); err != nil {
+				return err
+			}
+		}
 		return r.deleteCapture(ctx, o)
 	case stateFence:
 		return r.fence(ctx, o)

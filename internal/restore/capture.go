@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
 
 // The capture is a ConfigMap in the driver's own namespace, where tenants
@@ -45,6 +46,12 @@ const (
 	// across an upgrade ends as it would have).
 	captureKeyFormat = "format"
 	captureFormat    = "2"
+	// captureKeyStagingJob and captureKeyStagingClaim are the names the
+	// restore's staging Job and claim get (stagingjob.NewName), drawn when
+	// the cluster is captured: no tenant knows them before the driver
+	// creates the objects.
+	captureKeyStagingJob   = "staging-job"
+	captureKeyStagingClaim = "staging-claim"
 )
 
 // hrState is the HelmRelease's state before the restore touched it.
@@ -104,6 +111,9 @@ type capture struct {
 	recreated types.UID
 	succeeded bool
 	legacy    bool
+	// stagingJob and stagingClaim are the staging's names ("" in a capture
+	// of an earlier driver: stagingjob.Name of the RestoreJob's UID).
+	stagingJob, stagingClaim string
 }
 
 // captureName is unique per RestoreJob (namespace, name and UID) within
@@ -156,11 +166,13 @@ func buildCapture(ns string, rj *backupsv1alpha1.RestoreJob, app string, live *u
 		return nil, fmt.Errorf("encode restore source: %w", err)
 	}
 	data := map[string]string{
-		captureKeyCluster:     string(clusterYAML),
-		captureKeyHelmRelease: string(priorState(hr)),
-		captureKeySource:      string(srcYAML),
-		captureKeyUID:         string(live.GetUID()),
-		captureKeyFormat:      captureFormat,
+		captureKeyCluster:      string(clusterYAML),
+		captureKeyHelmRelease:  string(priorState(hr)),
+		captureKeySource:       string(srcYAML),
+		captureKeyUID:          string(live.GetUID()),
+		captureKeyFormat:       captureFormat,
+		captureKeyStagingJob:   stagingjob.NewName(),
+		captureKeyStagingClaim: stagingjob.NewName(),
 		captureKeyReadme: fmt.Sprintf(`EtcdCluster %s/%s as it was before RestoreJob %s/%s restored Backup %s.
 To bring the old cluster definition back by hand: suspend HelmRelease %s/%s, delete the EtcdCluster,
 and kubectl create -f the %s key of this ConfigMap. The HelmRelease was %s before the restore.
@@ -207,7 +219,7 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 	c := &capture{namespace: cm.Namespace, name: cm.Name, app: cm.Annotations[captureAppAnnotation],
 		cluster: &unstructured.Unstructured{Object: obj}, source: *src, from: cm.Data[captureKeyFrom], uid: types.UID(cm.Data[captureKeyUID]),
 		recreated: types.UID(cm.Data[captureKeyRecreated]), succeeded: cm.Data[captureKeySucceeded] == string(rj.UID),
-		legacy: cm.Data[captureKeyFormat] == ""}
+		legacy: cm.Data[captureKeyFormat] == "", stagingJob: cm.Data[captureKeyStagingJob], stagingClaim: cm.Data[captureKeyStagingClaim]}
 	if c.app == "" {
 		c.app = applicationName
 	}

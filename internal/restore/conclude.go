@@ -83,8 +83,8 @@ func decideHandBack(o *observation, out *outcome) decision {
 }
 
 // decideAfterEnd: a finished job settles what a sealed success left (its
-// capture, then its staging claim with the finalizer) and reports on its
-// HelmRelease.
+// staging claim and its capture, which names the claim, then the
+// finalizer) and reports on its HelmRelease.
 func decideAfterEnd(o *observation) decision {
 	if o.capture != nil && o.job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
 		return decision{state: stateDeleteCapture}

@@ -24,10 +24,10 @@ import (
 // the re-create (the bootstrap's write records the purge). Once the
 // cluster's progress deadline is back, the success is sealed in the
 // capture, so the outcome is written with the end, once the application
-// is handed back; the capture, the staging claim and the finalizer are
-// settled after the end. The staging claim
-// is settled with the finalizer's removal; the finished staging Job is
-// left to its TTL. The crash test
+// is handed back; the staging claim (handed to the cluster), the capture
+// (which names it) and the finalizer are settled after the end, in that
+// order; the finished staging Job is left to its TTL. The claim is created
+// before the Job, which names it. The crash test
 // fails when the controller makes a write that is not listed here or
 // skips one that is.
 var writePoints = []string{
@@ -40,8 +40,8 @@ var writePoints = []string{
 	"create ConfigMap",
 	"patch HelmRelease suspend=true",
 	"status StagingSnapshot",
-	"create Job",
 	"create PersistentVolumeClaim",
+	"create Job",
 	"delete EtcdCluster",
 	"create EtcdCluster with bootstrap",
 	"status EtcdClusterBootstrapping",
@@ -50,8 +50,8 @@ var writePoints = []string{
 	"patch HelmRelease suspend=false",
 	"delete Lease",
 	"status Succeeded",
-	"delete ConfigMap",
 	"patch PersistentVolumeClaim",
+	"delete ConfigMap",
 	"patch RestoreJob -finalizer",
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,8 +84,10 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 	g.Expect(cur.Spec.WritePermissions).To(Equal(kamajiv1alpha1.WritePermissions{BlockCreate: true, BlockUpdate: true, BlockDelete: true}))
 	g.Expect(cur.Annotations).To(HaveKeyWithValue(backupsv1alpha1.FencedByAnnotation, string(rj.UID)))
 	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
-	job := &batchv1.Job{}
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, job)).To(Succeed())
+	job := stagingJobOf(t, ns, "restore")
+	claimName := job.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName
+	g.Expect(job.Name).NotTo(Equal(stagingjob.Name(rj.UID)), "a name the tenant could not know beforehand")
+	g.Expect(claimName).NotTo(Equal(job.Name), "the claim's name (which the Job shows) tells nothing of the Job's")
 	g.Expect(job.Annotations).To(HaveKeyWithValue(liveRevisionAnnotation, "4242"))
 	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
 	g.Expect(args).To(ContainSubstring("--revision-floor=4242"))
@@ -103,6 +104,7 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 	g.Expect(raised).NotTo(BeNil())
 	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionRaised)))
 	g.Expect(raised.Message).To(ContainSubstring("4242"))
+	g.Expect(raised.Message).To(ContainSubstring("PersistentVolumeClaim " + claimName))
 	restarted := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)
 	g.Expect(restarted).NotTo(BeNil())
 	g.Expect(restarted.Status).To(Equal(metav1.ConditionTrue), restarted.Message)
@@ -122,12 +124,12 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 
 	// The finished Job is left to Kubernetes' TTL (no delete of the
 	// driver's); the claim belongs to the cluster that boots from it.
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, job)).To(Succeed())
+	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 	g.Expect(job.DeletionTimestamp).To(BeNil())
 	g.Expect(job.Spec.TTLSecondsAfterFinished).To(HaveValue(BeEquivalentTo(stagingjob.TTLAfterFinished / time.Second)))
 	g.Expect(countOf(writes.of(ns), "delete Job")).To(BeZero())
 	pvc := &corev1.PersistentVolumeClaim{}
-	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)).To(Succeed())
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)).To(Succeed())
 	g.Expect(pvc.OwnerReferences).To(ContainElement(HaveField("UID", c.GetUID())))
 }
 
@@ -160,9 +162,10 @@ func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)).To(BeNil(), "nothing was replaced, nothing restarted")
 	_, err := getCapture(g, rj)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a restore that destroyed nothing leaves no capture behind: %v", err)
+	claimName := stagingJobOf(t, ns, "restore").Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName
 	g.Eventually(func() bool {
 		pvc := &corev1.PersistentVolumeClaim{}
-		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, pvc)
+		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)
 		return apierrors.IsNotFound(err) || !pvc.DeletionTimestamp.IsZero()
 	}).WithTimeout(10*time.Second).Should(BeTrue(), "the unused staging claim is deleted")
 }

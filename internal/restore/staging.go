@@ -149,9 +149,23 @@ func reportSuffix(o *observation) string {
 	return ": " + o.stagingReport
 }
 
+// stagingNames are the restore's staging Job and claim names, as its
+// capture records them (random: stagingjob.NewName); for a capture of an
+// earlier driver, the names it derived from the RestoreJob's UID. Without a
+// capture there is no staging to name: it is made after the capture and
+// settled before the capture goes.
+func stagingNames(o *observation) (job, claim string) {
+	job, claim = stagingjob.Name(o.job.UID), stagingjob.Name(o.job.UID)
+	if c := o.capture; c != nil && c.stagingJob != "" && c.stagingClaim != "" {
+		job, claim = c.stagingJob, c.stagingClaim
+	}
+	return job, claim
+}
+
 func stagingMessage(o *observation) string {
+	job, claim := stagingNames(o)
 	msg := fmt.Sprintf("reading the live revision and staging the snapshot onto PersistentVolumeClaim %s (Job %s) with its revision raised above it",
-		stagingjob.Name(o.job.UID), stagingjob.Name(o.job.UID))
+		claim, job)
 	if capturedLive(o) {
 		// The purge that follows writes no status of its own (quiet).
 		msg += fmt.Sprintf("; then EtcdCluster %s and its PVCs are deleted and it is re-created from that claim", clusterName)
@@ -162,8 +176,9 @@ func stagingMessage(o *observation) string {
 // stagingSpec is the staging of this restore, from the capture (the frozen
 // sources) and the driver's configuration.
 func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
+	job, claim := stagingNames(o)
 	s := stagingjob.Spec{
-		Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
+		JobName: job, ClaimName: claim, Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
 		Restore: stagingObject(o.capture.source), LiveRevision: live,
 		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: true, CAPEM: r.S3CAPEM,
 	}
@@ -213,12 +228,22 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	} else {
 		job.Annotations[liveRevisionAnnotation] = strconv.FormatInt(live, 10)
 	}
-	// The Job first: its Pod waits for the claim, and a crash in between
-	// leaves a Job the hand-back finds (and with it the claim's name).
-	if err := r.Client.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+	// The claim first: the Job names it, so once the Job exists its
+	// claim's name is known to the tenant; the Job's own name is known to
+	// nobody before the Job exists (both are the capture's). A crash in
+	// between leaves a claim the next stage step finds (AlreadyExists) and
+	// the hand-back settles.
+	if err := r.createClaim(ctx, o, pvc); err != nil {
+		return err
+	}
+	err := r.Client.Create(ctx, job)
+	switch {
+	case err == nil:
+		r.madeJob.add(o.job.UID, job.UID)
+	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create staging Job %s/%s: %w", job.Namespace, job.Name, err)
 	}
-	return r.createClaim(ctx, o, pvc)
+	return nil
 }
 
 // createClaim creates the staging claim; one that already exists is read
@@ -258,9 +283,10 @@ func revisionCondition(o *observation, d decision) *metav1.Condition {
 	ann := o.staging.Annotations
 	c.Status = metav1.ConditionTrue
 	if live := ann[liveRevisionAnnotation]; live != "" {
+		_, claim := stagingNames(o)
 		c.Reason = string(backupsv1alpha1.ReasonRevisionRaised)
 		c.Message = fmt.Sprintf("the live cluster was at revision %s; the snapshot was staged on PersistentVolumeClaim %s with its revision raised above %s and every earlier revision compacted, so watches from before the restore get 410 Gone and relist",
-			live, o.staging.Name, live)
+			live, claim, live)
 		return c
 	}
 	c.Reason = string(backupsv1alpha1.ReasonRevisionBumpedBlind)
@@ -276,7 +302,8 @@ func stagingSource(o *observation) *etcdv1alpha2.PVCSource {
 	if rollbackOf(o.job) != nil {
 		file = stagingjob.RollbackFile
 	}
-	return &etcdv1alpha2.PVCSource{ClaimName: stagingjob.Name(o.job.UID), SubPath: file}
+	_, claim := stagingNames(o)
+	return &etcdv1alpha2.PVCSource{ClaimName: claim, SubPath: file}
 }
 
 // settles: the restore may have made a staging claim (it took its claim
@@ -291,7 +318,7 @@ func settles(o *observation) bool {
 // until its TTL (stagingjob.TTLAfterFinished): nothing reads it once the
 // claim is settled.
 func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
-	name := stagingjob.Name(o.job.UID)
+	_, name := stagingNames(o)
 	if done, err := r.handMadeClaim(ctx, o); err != nil || done {
 		return err
 	}
@@ -333,7 +360,8 @@ func (r *Reconciler) handMadeClaim(ctx context.Context, o *observation) (bool, e
 	if !made || !stagingDone(o) {
 		return false, nil
 	}
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: stagingjob.Name(o.job.UID)}}
+	_, name := stagingNames(o)
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: name}}
 	var err error
 	if usesStaging(o) {
 		ref := metav1.OwnerReference{APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: o.cluster.Name, UID: o.cluster.UID}
@@ -372,7 +400,8 @@ func usesStaging(o *observation) bool {
 		return false
 	}
 	p := o.cluster.Spec.Bootstrap.Restore.Source.PVC
-	return p != nil && p.ClaimName == stagingjob.Name(o.job.UID)
+	_, claim := stagingNames(o)
+	return p != nil && p.ClaimName == claim
 }
 
 func (r *Reconciler) ownClaimByCluster(ctx context.Context, o *observation, pvc *corev1.PersistentVolumeClaim) error {
@@ -401,17 +430,18 @@ func (r *Reconciler) readStagingClaim(ctx context.Context, o *observation) error
 		return nil
 	}
 	o.stagingClaimUnread = false
-	j := o.staging
+	ns := o.job.Namespace
+	_, name := stagingNames(o)
 	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, pvc)
+	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, pvc)
 	switch {
 	case err == nil:
 		o.stagingClaim = pvc.Labels[backupsv1alpha1.StagingLabel] == string(o.job.UID)
 		if !o.stagingClaim {
-			o.stagingConflict = fmt.Sprintf("PersistentVolumeClaim %s/%s exists and is not this RestoreJob's staging claim", j.Namespace, j.Name)
+			o.stagingConflict = fmt.Sprintf("PersistentVolumeClaim %s/%s exists and is not this RestoreJob's staging claim", ns, name)
 		}
 	case !apierrors.IsNotFound(err):
-		return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", j.Namespace, j.Name, err)
+		return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", ns, name, err)
 	}
 	return nil
 }
@@ -419,13 +449,23 @@ func (r *Reconciler) readStagingClaim(ctx context.Context, o *observation) error
 // observeStaging reads the restore's staging Job and, when it failed, what
 // its Pods said; the claim is read later (readStagingClaim).
 func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
+	if o.capture == nil {
+		return nil
+	}
 	j := &batchv1.Job{}
-	found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: stagingjob.Name(o.job.UID)}, j)
+	name, _ := stagingNames(o)
+	found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, j)
 	if err != nil || !found {
 		return err
 	}
 	if j.Labels[backupsv1alpha1.StagingLabel] != string(o.job.UID) {
 		o.stagingConflict = fmt.Sprintf("Job %s/%s exists and is not this RestoreJob's staging Job", j.Namespace, j.Name)
+		return nil
+	}
+	if made := r.madeJob.uidOf(o.job.UID); made != "" && made != j.UID {
+		// Deleted and made again by someone else since this process
+		// created it (the tenant sees its name once it exists).
+		o.stagingConflict = fmt.Sprintf("Job %s/%s is not the staging Job this RestoreJob created (UID %s, not %s)", j.Namespace, j.Name, j.UID, made)
 		return nil
 	}
 	o.staging = j

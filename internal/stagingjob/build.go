@@ -16,6 +16,7 @@
 package stagingjob
 
 import (
+	"crypto/rand"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,11 +76,14 @@ type Object struct {
 
 // Spec is what a staging Job is built from.
 type Spec struct {
-	Namespace      string
-	RestoreJobName string
-	RestoreJobUID  types.UID
-	Image          string
-	Restore        Object
+	// JobName and ClaimName are the Job's and the claim's names (NewName);
+	// empty means Name of the RestoreJob's UID.
+	JobName, ClaimName string
+	Namespace          string
+	RestoreJobName     string
+	RestoreJobUID      types.UID
+	Image              string
+	Restore            Object
 	// Rollback is the safety Backup's object, staged next to the restore's
 	// so a rollback boots from verified, raised bytes too.
 	Rollback *Object
@@ -106,8 +110,30 @@ func SourceAnnotation(file string) string { return "etcd-backup-driver.cozystack
 // still running when it hands back, and settles the claim without it.
 const TTLAfterFinished = 24 * time.Hour
 
-// Name is the Job's and the claim's name: unique per RestoreJob.
+// Name was the Job's and the claim's name, derived from the RestoreJob's
+// UID, which the tenant knows: it could make a Job and a claim at that name
+// before the driver did, and have them taken for the driver's. A restore
+// now stages under NewName's (its capture records them); Name stays for
+// restores whose capture an earlier driver made.
 func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid)) }
+
+// NewName is a fresh staging name no one can guess: "etcd-staging-" and
+// 12 random characters (60 bits). A restore draws one for its Job and
+// another for its claim when it captures the cluster, and records both in
+// the capture, where tenants cannot read them; it creates the claim before
+// the Job, so the claim's name, which the Job shows, tells nothing of the
+// Job's.
+func NewName() string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Sprintf("read random bytes: %v", err))
+	}
+	for i := range b {
+		b[i] = alphabet[b[i]%32]
+	}
+	return "etcd-staging-" + string(b)
+}
 
 // Labels mark the Job, its Pods and the claim as a restore's staging.
 func Labels(uid types.UID) map[string]string {
@@ -128,12 +154,25 @@ func ClaimSize(s Spec) resource.Quantity {
 	return *resource.NewQuantity(2*n+64<<20, resource.BinarySI)
 }
 
+// names are the Job's and the claim's names of s.
+func (s Spec) names() (job, claim string) {
+	job, claim = s.JobName, s.ClaimName
+	if job == "" {
+		job = Name(s.RestoreJobUID)
+	}
+	if claim == "" {
+		claim = Name(s.RestoreJobUID)
+	}
+	return job, claim
+}
+
 // Build returns the claim and the Job of s.
 func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
-	name := Name(s.RestoreJobUID)
-	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: name, Labels: Labels(s.RestoreJobUID),
+	jobName, name := s.names()
+	meta := metav1.ObjectMeta{Namespace: s.Namespace, Name: jobName, Labels: Labels(s.RestoreJobUID),
 		Annotations: map[string]string{"etcd-backup-driver.cozystack.io/restore-job": s.RestoreJobName}}
 	pvcMeta := *meta.DeepCopy()
+	pvcMeta.Name = name
 	pvcMeta.Annotations[SourceAnnotation(RestoreFile)] = "s3://" + s.Restore.Bucket + "/" + s.Restore.Key
 	if s.Rollback != nil {
 		pvcMeta.Annotations[SourceAnnotation(RollbackFile)] = "s3://" + s.Rollback.Bucket + "/" + s.Rollback.Key
@@ -244,7 +283,8 @@ func Describe(s Spec) string {
 	if s.Rollback != nil {
 		msg += fmt.Sprintf(" and the safety snapshot s3://%s/%s", s.Rollback.Bucket, s.Rollback.Key)
 	}
-	return msg + " onto PersistentVolumeClaim " + Name(s.RestoreJobUID)
+	_, claim := s.names()
+	return msg + " onto PersistentVolumeClaim " + claim
 }
 
 // RecheckBudget is how far the live revision may move past the one a

@@ -65,15 +65,29 @@ func (op *Operator) bootstrapKey(ctx context.Context, c *etcdv1alpha2.EtcdCluste
 	if src.PVC == nil {
 		return ""
 	}
-	j := &batchv1.Job{}
-	if op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: src.PVC.ClaimName}, j) != nil {
+	// The staging Job that wrote the claim: the one mounting it (the Job
+	// and its claim have names of their own).
+	var jobs batchv1.JobList
+	if op.c.List(ctx, &jobs, client.InNamespace(op.ns), client.HasLabels{backupsv1alpha1.StagingLabel}) != nil {
 		return ""
 	}
-	for _, ctr := range append(append([]corev1.Container{}, j.Spec.Template.Spec.InitContainers...), j.Spec.Template.Spec.Containers...) {
-		// (Matched by suffix: internal/staging's own tests import this
-		// package, so it cannot import the staging Job's constants.)
-		if strings.HasSuffix(argValue(ctr.Args, "--out"), "/"+src.PVC.SubPath) {
-			return argValue(ctr.Args, "--key")
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		mounts := false
+		for _, v := range j.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == src.PVC.ClaimName {
+				mounts = true
+			}
+		}
+		if !mounts {
+			continue
+		}
+		for _, ctr := range append(append([]corev1.Container{}, j.Spec.Template.Spec.InitContainers...), j.Spec.Template.Spec.Containers...) {
+			// (Matched by suffix: internal/staging's own tests import this
+			// package, so it cannot import the staging Job's constants.)
+			if strings.HasSuffix(argValue(ctr.Args, "--out"), "/"+src.PVC.SubPath) {
+				return argValue(ctr.Args, "--key")
+			}
 		}
 	}
 	return ""
