@@ -75,11 +75,11 @@ func run(args []string) error {
 		{"SANDBOX_DIR", sb.Dir},
 		{"S3_ENDPOINT", sb.S3URL},
 		{"S3_BUCKET", sandbox.DefaultBucket},
-		{"S3_ACCESS_KEY_ID", sb.S3Credentials.AccessKeyID},
-		{"S3_SECRET_ACCESS_KEY", sb.S3Credentials.SecretAccessKey},
-		// With MinIO the keys above are the platform's admin key: the
-		// examples keep it in the driver's namespace and broker a key per
-		// tenant namespace.
+		{"S3_ACCESS_KEY_ID", sb.PlatformCredentials.AccessKeyID},
+		{"S3_SECRET_ACCESS_KEY", sb.PlatformCredentials.SecretAccessKey},
+		// With MinIO the keys above are the platform's admin key (a user
+		// with the least-privilege policy, not root): the examples keep it
+		// in the driver's namespace and broker a key per tenant namespace.
 		{"S3_CREDENTIAL_BROKER", brokerProvider(sb)},
 		{"DRIVER_NAMESPACE", sb.DriverNamespace},
 		{"SANDBOX_STARTUP_SECONDS", fmt.Sprintf("%.1f", time.Since(started).Seconds())},

@@ -109,7 +109,8 @@ func TestRotationKeepsInFlightKeyUntilGraceEnds(t *testing.T) {
 }
 
 // A key the tenant Secret does not hold (a crash between issue and write,
-// or a Secret the tenant deleted) is retired, not left valid forever.
+// or a Secret the tenant deleted) is retired once it is older than
+// YoungKeyGrace, not left valid forever, and keeps its own policy.
 func TestSweepRetiresKeysNoSecretHolds(t *testing.T) {
 	w := newWorld(t, "retire", "retire-a")
 	_, err := w.broker.Ensure(w.ctx, w.strategy, "retire-a")
@@ -117,11 +118,20 @@ func TestSweepRetiresKeysNoSecretHolds(t *testing.T) {
 	var s corev1.Secret
 	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKey{Namespace: "retire-a", Name: credbroker.SecretName("retire")}, &s)).To(Succeed())
 	w.g.Expect(env.Client.Delete(w.ctx, &s)).To(Succeed())
-	_, err = w.broker.Sweep(w.ctx, w.strategy)
+	// A key younger than YoungKeyGrace may have its Secret on the way.
+	next, err := w.broker.Sweep(w.ctx, w.strategy)
 	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(next).To(BeNumerically("<=", credbroker.YoungKeyGrace))
 	ids := w.identities()
 	w.g.Expect(ids).To(HaveLen(1))
+	w.g.Expect(ids[0].Expires).To(BeZero(), "a young key was retired")
+	w.clock.SetTime(w.clock.Now().Add(credbroker.YoungKeyGrace))
+	_, err = w.broker.Sweep(w.ctx, w.strategy)
+	w.g.Expect(err).NotTo(HaveOccurred())
+	ids = w.identities()
+	w.g.Expect(ids).To(HaveLen(1))
 	w.g.Expect(ids[0].Expires).NotTo(BeZero())
+	w.g.Expect(ids[0].Inherits).To(BeFalse(), "the retirement dropped the key's own policy")
 }
 
 // The identity of a namespace being deleted is removed; so are all of a
@@ -168,7 +178,7 @@ func TestDeletionKey(t *testing.T) {
 	creds, brokered, err := w.broker.DeletionKey(w.ctx, "deletion-a", name, bucket, "deletion-a/etcd/s.db")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(brokered).To(BeTrue())
-	w.g.Expect(creds).To(Equal(rootKey()))
+	w.g.Expect(creds).To(Equal(w.platform))
 	_, brokered, err = w.broker.DeletionKey(w.ctx, "deletion-a", name, bucket, "deletion-b/etcd/s.db")
 	w.g.Expect(brokered).To(BeTrue())
 	w.g.Expect(err).To(MatchError(credbroker.ErrOutOfScope))

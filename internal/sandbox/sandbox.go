@@ -117,6 +117,11 @@ type Sandbox struct {
 	MinIO *testenv.MinIO
 	// S3Credentials are the keys S3 accepts (MinIO's root credential).
 	S3Credentials s3server.Credentials
+	// PlatformCredentials are the keys a strategy's platform credential
+	// holds: S3Credentials on the embedded server; on MinIO a user with
+	// the least-privilege policy the docs give a brokered strategy's
+	// platform credential (testenv.PlatformPolicyFile), not root.
+	PlatformCredentials s3server.Credentials
 	// Fleet knows the running etcd members.
 	Fleet *operator.Fleet
 	// Snapshots reports what the stand-in's snapshot agents moved.
@@ -221,13 +226,19 @@ func (s *Sandbox) startS3(kind S3Server, buckets []string) (err error) {
 		if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
 			return err
 		}
-		s.S3URL = s.S3.URL
+		s.S3URL, s.PlatformCredentials = s.S3.URL, s.S3Credentials
 	case S3MinIO:
 		if s.MinIO, err = testenv.StartMinIOWith(testenv.MinIOOptions{Dir: filepath.Join(s.Dir, "minio"),
 			RootUser: s.S3Credentials.AccessKeyID, RootPassword: s.S3Credentials.SecretAccessKey, Buckets: buckets}); err != nil {
 			return err
 		}
 		s.S3URL = s.MinIO.Endpoint
+		id, secret, err := s.MinIO.AddPlatformUser("etcd-backup-platform", DefaultBucket)
+		if err != nil {
+			return err
+		}
+		s.PlatformCredentials = s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
+		return nil
 	default:
 		return fmt.Errorf("sandbox: unknown S3 server %q (%s or %s)", kind, S3Embedded, S3MinIO)
 	}
