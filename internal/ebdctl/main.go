@@ -121,6 +121,7 @@ objects as you, with your kubeconfig; they never talk to the driver itself.`,
 		e.statusCommand(),
 		e.verifyCommand(),
 		e.migrateCommand(),
+		e.auditKeysCommand(),
 	)
 	return root
 }
