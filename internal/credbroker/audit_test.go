@@ -118,4 +118,3 @@ func keysOf(found []credbroker.Finding) []string {
 	}
 	return keys
 }
-

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,23 @@ type Broker struct {
 	// Grace is how long a replaced key keeps working: longer than any
 	// backup or restore, whose Pods read the key once at start.
 	Grace time.Duration
+
+	mu sync.Mutex
+	// admins holds each strategy's platform credential for AdminKeyTTL:
+	// every Ensure reads its tenant's key back from the provider, and the
+	// admin Secret need not be read again for each backup of a busy hour.
+	admins map[string]heldAdmin
+}
+
+// AdminKeyTTL is how long the broker uses a platform credential it read
+// before it reads the admin Secret again: how long a replaced platform
+// credential may still be used.
+const AdminKeyTTL = time.Minute
+
+type heldAdmin struct {
+	secret string
+	key    s3object.Credentials
+	at     time.Time
 }
 
 // ErrForeignSecret means a Secret with the broker's name exists in the
@@ -207,11 +225,34 @@ func (b *Broker) provider(ctx context.Context, strategy *strategyv1alpha1.Etcd) 
 	if connect == nil {
 		return nil, fmt.Errorf("credential broker provider %q is not supported", cfg.Provider)
 	}
-	admin, err := b.AdminKey(ctx, strategy)
+	admin, err := b.heldAdminKey(ctx, strategy)
 	if err != nil {
 		return nil, err
 	}
 	return connect(adminEndpoint(strategy), Key{AccessKeyID: admin.AccessKeyID, SecretAccessKey: admin.SecretAccessKey})
+}
+
+// heldAdminKey is strategy's platform credential, read at most
+// AdminKeyTTL ago.
+func (b *Broker) heldAdminKey(ctx context.Context, strategy *strategyv1alpha1.Etcd) (s3object.Credentials, error) {
+	secret, now := strategy.Spec.CredentialBroker.AdminSecretRef.Name, b.Clock.Now()
+	b.mu.Lock()
+	h, ok := b.admins[strategy.Name]
+	b.mu.Unlock()
+	if ok && h.secret == secret && now.Sub(h.at) < AdminKeyTTL && !now.Before(h.at) {
+		return h.key, nil
+	}
+	key, err := b.AdminKey(ctx, strategy)
+	if err != nil {
+		return key, err
+	}
+	b.mu.Lock()
+	if b.admins == nil {
+		b.admins = map[string]heldAdmin{}
+	}
+	b.admins[strategy.Name] = heldAdmin{secret: secret, key: key, at: now}
+	b.mu.Unlock()
+	return key, nil
 }
 
 // AdminKey reads the platform credential of strategy from the driver's

@@ -1,6 +1,7 @@
 package credbroker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -188,4 +189,36 @@ func TestDeletionKey(t *testing.T) {
 	_, brokered, err = w.broker.DeletionKey(w.ctx, "deletion-a", "tenant-s3", bucket, "deletion-a/etcd/s.db")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(brokered).To(BeFalse())
+}
+
+// countingReader counts the reads of one Secret.
+type countingReader struct {
+	client.Reader
+	name  string
+	reads *int
+}
+
+func (c countingReader) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if key.Name == c.name {
+		*c.reads++
+	}
+	return c.Reader.Get(ctx, key, o, opts...)
+}
+
+// Every Ensure reads the tenant's key back from the provider, but reads
+// the platform credential's Secret at most once per AdminKeyTTL: a
+// backup costs the API server no more than before.
+func TestEnsureReadsTheAdminSecretOncePerTTL(t *testing.T) {
+	w := newWorld(t, "adminttl", "adminttl-a")
+	reads := 0
+	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Spec.CredentialBroker.AdminSecretRef.Name, reads: &reads}
+	for range 3 {
+		_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
+		w.g.Expect(err).NotTo(HaveOccurred())
+	}
+	w.g.Expect(reads).To(Equal(1))
+	w.clock.SetTime(w.clock.Now().Add(credbroker.AdminKeyTTL))
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(reads).To(Equal(2))
 }
