@@ -1,7 +1,6 @@
 package credbroker_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 // Every key the broker ever hands out is probed on the real MinIO for what
@@ -64,26 +64,12 @@ func TestEveryKeyStaysInItsScopeForItsWholeLife(t *testing.T) {
 	}
 }
 
-// slowSecrets delays the creation of Secrets, as a loaded API server does:
-// the window between the provider issuing a key and the Secret holding it.
-type slowSecrets struct {
-	client.Client
-	delay time.Duration
-}
-
-func (s slowSecrets) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	if _, ok := o.(*corev1.Secret); ok {
-		time.Sleep(s.delay)
-	}
-	return s.Client.Create(ctx, o, opts...)
-}
-
 // A sweep that runs while Ensure issues a key sees the key before the
 // Secret holds it. It must not retire it: the Secret then hands out a key
 // that expires (and, on MinIO, lost its scope with the retirement).
 func TestSweepDuringIssueLeavesTheNewKeyAlone(t *testing.T) {
 	w := newWorld(t, "race", "race-a", "race-b", "race-c")
-	w.broker.Client = slowSecrets{Client: env.Client, delay: 400 * time.Millisecond}
+	w.broker.Client = testenv.SlowSecretCreates{Client: env.Client, Delay: 400 * time.Millisecond}
 	for _, ns := range w.tenants {
 		var wg sync.WaitGroup
 		stop := make(chan struct{})

@@ -6,13 +6,11 @@
 package brokered
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
@@ -42,23 +40,10 @@ func TestMain(m *testing.M) {
 		// sweep once retired the key (and MinIO dropped its policy).
 		plat.Start(e.Config, func(o *manager.Options) {
 			o.WrapClient = func(c client.Client) client.Client {
-				return slowSecretCreates{Client: c, delay: 400 * time.Millisecond}
+				return testenv.SlowSecretCreates{Client: c, Delay: 400 * time.Millisecond}
 			}
 		})
 	})
 	_ = server.Stop()
 	os.Exit(code)
-}
-
-// slowSecretCreates delays every Secret create by delay.
-type slowSecretCreates struct {
-	client.Client
-	delay time.Duration
-}
-
-func (s slowSecretCreates) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
-	if _, ok := o.(*corev1.Secret); ok {
-		time.Sleep(s.delay)
-	}
-	return s.Client.Create(ctx, o, opts...)
 }
