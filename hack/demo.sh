@@ -115,7 +115,9 @@ cat <<TXT
                               ${mb} MB at $uri
                               (${rate} MB/s end to end)
   disaster                    sentinels overwritten with generation v2
-  in-place restore            $(t restore)s   safety Backup, suspend, purge, re-create from S3, resume
+  in-place restore            $(t restore)s   safety Backup, suspend, stage the snapshot on a
+                              claim (checked, revision raised), purge,
+                              re-create from the staged claim, resume
   tenant etcd revision        $(t etcd-revision-before) before, $(t etcd-revision-after) after   (raised only if after > before)
   control plane               TenantControlPlane $TCP on the restored etcd$credentials
   verify                      $(t verify)s   all $KEYS keys back at generation v1
