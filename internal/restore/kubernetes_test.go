@@ -132,7 +132,7 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 
 // Attack: the object is replaced after the pre-flight verified it. The
 // staging Job, which accepts only the verified size and sha256, refuses it
-// (exit code 2): the restore fails before anything is destroyed, the fence
+// (staging.ExitRefused): the restore fails before anything is destroyed, the fence
 // is lifted and the claim removed.
 func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 	g := NewWithT(t)
