@@ -3,12 +3,14 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -110,6 +112,9 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := k.bind(ctx, &pod); err != nil {
+		return ctrl.Result{}, err
+	}
 	runCtx, stop := context.WithCancel(context.Background())
 	if !k.claim(req.NamespacedName, podRun{uid: pod.UID, stop: stop}) {
 		stop()
@@ -184,6 +189,25 @@ func (k *stagingKubelet) finished(pod types.NamespacedName, uid types.UID) {
 
 // patchStatus writes st as the live Pod's status, unless the Pod is gone
 // or was replaced.
+// NodeName is the node the kubelet stand-in runs staging Pods on.
+const NodeName = "sandbox-node"
+
+// bind assigns the Pod to NodeName (the pods/binding subresource, as the
+// scheduler does) before it runs, as a kubelet runs only Pods bound to
+// its node. A bound Pod holds the claims it names: PVC protection keeps a
+// deleted claim until no bound Pod names it, whatever the Pod's phase.
+func (k *stagingKubelet) bind(ctx context.Context, pod *corev1.Pod) error {
+	if pod.Spec.NodeName != "" {
+		return nil
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}
+	if err := k.client.SubResource("binding").Create(ctx, pod, b); err != nil && !isNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("bind staging Pod %s/%s to %s: %w", pod.Namespace, pod.Name, NodeName, err)
+	}
+	return nil
+}
+
 func (k *stagingKubelet) patchStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) error {
 	var live corev1.Pod
 	if err := k.reader.Get(ctx, client.ObjectKeyFromObject(pod), &live); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
@@ -103,6 +104,7 @@ func TestStagingRefusalFailsTheJobByPodFailurePolicy(t *testing.T) {
 	tn.g.Expect(pods).To(HaveLen(1), "FailJob: no retry despite backoffLimit 3")
 	pod := pods[0]
 	tn.g.Expect(pod.Status.Phase).To(Equal(corev1.PodFailed))
+	tn.g.Expect(pod.Spec.NodeName).To(Equal(operator.NodeName), "the Pod ran bound to the kubelet's node")
 	tn.g.Expect(pod.Status.InitContainerStatuses).To(ConsistOf(HaveField("State.Terminated.ExitCode", BeZero())))
 	term := pod.Status.ContainerStatuses[0].State.Terminated
 	tn.g.Expect(term).NotTo(BeNil())
