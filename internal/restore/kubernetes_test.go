@@ -17,6 +17,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
@@ -236,4 +237,53 @@ func TestBackupBeingDeletedIsNotRestored(t *testing.T) {
 	g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonBackupNotReady)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("being deleted"))
 	g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+}
+
+// The staging Job uses plain http only where the Backup's Etcd strategy
+// allows it (spec.allowHTTPEndpoint): it used to be allowed always. A
+// Backup at an http endpoint whose strategy does not allow http is refused
+// before anything is touched, and no staging Job is made.
+func TestStagingFollowsTheStrategysHTTPSetting(t *testing.T) {
+	ctx := context.Background()
+	t.Run("allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		op := startOperator(t, ns)
+		op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+		g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-http"))).To(Succeed())
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+		rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonStaging)
+		job := &batchv1.Job{}
+		g.Eventually(func() error { return k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, job) }).
+			WithTimeout(10 * time.Second).Should(Succeed())
+		g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--allow-http"))
+		op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+		waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	})
+
+	t.Run("not allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		startOperator(t, ns)
+		httpsOnly := &strategyv1alpha1.Etcd{}
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: "default"}, httpsOnly)).To(Succeed())
+		httpsOnly.ObjectMeta = metav1.ObjectMeta{Name: "https-only-" + ns}
+		httpsOnly.Spec.AllowHTTPEndpoint = false
+		g.Expect(k.Create(ctx, httpsOnly)).To(Succeed())
+		t.Cleanup(func() { _ = k.Delete(context.Background(), httpsOnly) })
+		b := ourBackup(ns, "nightly", "nightly-https-only")
+		b.Spec.StrategyRef.Name = httpsOnly.Name
+		g.Expect(k.Create(ctx, b)).To(Succeed())
+		old := getCluster(g, ns)
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+
+		rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+		g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonEndpointRefused)), rj.Status.Message)
+		g.Expect(rj.Status.Message).To(ContainSubstring("allowHTTPEndpoint"))
+		g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: stagingjob.Name(rj.UID)}, &batchv1.Job{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a staging Job was made: %v", err)
+	})
 }

@@ -97,7 +97,7 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 	s := stagingjob.Spec{
 		Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
 		Restore: stagingObject(o.capture.source), LiveRevision: live,
-		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: true, CAPEM: r.S3CAPEM,
+		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: o.httpAllowed, CAPEM: r.S3CAPEM,
 	}
 	if rb := o.capture.rollback; rb != nil {
 		obj := stagingObject(*rb)
