@@ -153,6 +153,84 @@ test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites incl
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
+##@ Image and release
+
+# What a build says it is: the commit, the commit's date (never the clock, so
+# that two builds of one commit are the same bytes) and a version: the tag
+# vX.Y.Z on the commit, else the chart's appVersion with -dev.<commit>, with
+# -dirty when tracked files differ from the commit.
+GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_EPOCH   := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+GIT_DATE    := $(shell date -u -d @$(GIT_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+GIT_DIRTY   := $(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2 }' $(DRIVER_CHART)/Chart.yaml)
+VERSION     ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),$(APP_VERSION)-dev.$(shell git rev-parse --short=12 HEAD 2>/dev/null))$(GIT_DIRTY)
+VERSION_PKG := github.com/etcd-backup-driver/etcd-backup-driver/internal/version
+LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(GIT_COMMIT) -X $(VERSION_PKG).Date=$(GIT_DATE)
+
+# The released image (the chart's default, the release workflow's target).
+IMAGE_REPO ?= ghcr.io/etcd-backup-driver/etcd-backup-driver
+IMAGE      ?= $(IMAGE_REPO):$(VERSION)
+# The repository has no LICENSE file: SPDX's NOASSERTION until its owners
+# choose one (then set it here and in .goreleaser.yaml).
+LICENSES   ?= NOASSERTION
+IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
+IMAGE_CONTEXT   := $(BIN)/image/context
+IMAGE_ARCHIVE    = $(BIN)/etcd-backup-driver-$(VERSION).oci.tar
+# What `make image` built: IMAGE, IMAGE_ID, IMAGE_DIGEST and the storage
+# below; the sandbox's container mode and its test read it.
+IMAGE_ENV := $(BIN)/image/image.env
+
+# buildah and podman keep this checkout's images in .containers (vfs: no
+# overlay or fuse needed; runc: crun fails here; podman's default ulimits
+# cannot be set here, hack/containers/containers.conf empties them).
+CONTAINERS_DIR   := $(CURDIR)/.containers
+CONTAINERS_STORE := --root $(CONTAINERS_DIR)/storage --runroot $(CONTAINERS_DIR)/run --storage-driver vfs
+BUILDAH          := buildah $(CONTAINERS_STORE)
+export CONTAINERS_CONF := $(CURDIR)/hack/containers/containers.conf
+
+.PHONY: image-tools
+image-tools: ## Fail, saying how to install them, unless buildah, podman and runc are on PATH.
+	@for t in buildah podman runc; do command -v $$t >/dev/null || { \
+		echo "$$t is not installed: as root, apt-get install -y podman buildah runc (Debian/Ubuntu), or dnf install -y podman buildah runc" >&2; exit 1; }; done
+
+.PHONY: image-context
+image-context: ## Lay out the image's build context in bin/image/context: static manager and etcd-stage per platform (IMAGE_PLATFORMS), the CA bundle.
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	for p in $(IMAGE_PLATFORMS); do \
+		for c in manager etcd-stage; do \
+			echo "go build $$p/$$c"; \
+			CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_CONTEXT)/$$p/$$c ./cmd/$$c; \
+		done; \
+	done
+	cd hack/tools/cabundle && go run . $(IMAGE_CONTEXT)/ca-certificates.crt
+
+.PHONY: image
+image: image-tools image-context ## Build the image (buildah, offline, reproducible) as $(IMAGE) and write it as an OCI archive to bin/etcd-backup-driver-$(VERSION).oci.tar.
+	$(BUILDAH) bud --isolation chroot --timestamp $(GIT_EPOCH) --platform $(firstword $(IMAGE_PLATFORMS)) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(GIT_COMMIT) --build-arg CREATED=$(GIT_DATE) --build-arg LICENSES=$(LICENSES) \
+		--iidfile $(BIN)/image/iid -f Dockerfile -t $(IMAGE) $(IMAGE_CONTEXT)
+	rm -f $(IMAGE_ARCHIVE)
+	$(BUILDAH) push --quiet $(IMAGE) oci-archive:$(IMAGE_ARCHIVE):$(IMAGE)
+	{ echo "IMAGE=$(IMAGE)"; echo "IMAGE_ID=$$(cat $(BIN)/image/iid)"; \
+	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE))"; \
+	  echo "IMAGE_ARCHIVE=$(IMAGE_ARCHIVE)"; \
+	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
+	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV)
+	@cat $(IMAGE_ENV)
+
+.PHONY: image-reproducible
+image-reproducible: ## Build the image twice from a fresh context and fail unless both have the same digest.
+	$(MAKE) --no-print-directory image
+	cp $(IMAGE_ENV) $(BIN)/image/first.env
+	$(BUILDAH) rmi --force $(IMAGE) >/dev/null
+	$(MAKE) --no-print-directory image
+	@for k in IMAGE_ID IMAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
+		first=$$(grep "^$$k=" $(BIN)/image/first.env | cut -d= -f2); second=$$(grep "^$$k=" $(IMAGE_ENV) | cut -d= -f2); \
+		if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "image-reproducible: two builds of $(GIT_COMMIT) differ in $$k: '$$first', '$$second'" >&2; exit 1; fi; \
+		echo "image-reproducible: $$k of both builds: $$first"; \
+	done
+
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox.
 	go build -o $(BIN)/sandbox ./cmd/sandbox
