@@ -148,8 +148,10 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 		echo "stage-bin: ./cmd/etcd-stage does not exist yet; bin/etcd-stage not built (the sandbox cannot stage restores)"; \
 	fi
 
+# The image first: test/e2e/image runs the driver and the staging step from
+# it (container mode), and fails, saying how to install podman, without it.
 .PHONY: test
-test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
+test: envtest-bins $(BIN)/minio stage-bin image ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
@@ -170,14 +172,15 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Comm
 
 # The released image (the chart's default, the release workflow's target).
 IMAGE_REPO ?= ghcr.io/etcd-backup-driver/etcd-backup-driver
-IMAGE      ?= $(IMAGE_REPO):$(VERSION)
+IMAGE_NAME ?= $(IMAGE_REPO):$(VERSION)
 # The repository has no LICENSE file: SPDX's NOASSERTION until its owners
 # choose one (then set it here and in .goreleaser.yaml).
 LICENSES   ?= NOASSERTION
 IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_CONTEXT   := $(BIN)/image/context
 IMAGE_ARCHIVE    = $(BIN)/etcd-backup-driver-$(VERSION).oci.tar
-# What `make image` built: IMAGE, IMAGE_ID, IMAGE_DIGEST and the storage
+# What `make image` built: IMAGE (its name), IMAGE_ID, IMAGE_DIGEST, the
+# archive and its manifest's digest, and the storage
 # below; the sandbox's container mode and its test read it.
 IMAGE_ENV := $(BIN)/image/image.env
 
@@ -206,14 +209,14 @@ image-context: ## Lay out the image's build context in bin/image/context: static
 	cd hack/tools/cabundle && go run . $(IMAGE_CONTEXT)/ca-certificates.crt
 
 .PHONY: image
-image: image-tools image-context ## Build the image (buildah, offline, reproducible) as $(IMAGE) and write it as an OCI archive to bin/etcd-backup-driver-$(VERSION).oci.tar.
+image: image-tools image-context ## Build the image (buildah, offline, reproducible) as $(IMAGE_NAME) and write it as an OCI archive to bin/etcd-backup-driver-$(VERSION).oci.tar.
 	$(BUILDAH) bud --isolation chroot --timestamp $(GIT_EPOCH) --platform $(firstword $(IMAGE_PLATFORMS)) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(GIT_COMMIT) --build-arg CREATED=$(GIT_DATE) --build-arg LICENSES=$(LICENSES) \
-		--iidfile $(BIN)/image/iid -f Dockerfile -t $(IMAGE) $(IMAGE_CONTEXT)
+		--iidfile $(BIN)/image/iid -f Dockerfile -t $(IMAGE_NAME) $(IMAGE_CONTEXT)
 	rm -f $(IMAGE_ARCHIVE)
-	$(BUILDAH) push --quiet $(IMAGE) oci-archive:$(IMAGE_ARCHIVE):$(IMAGE)
-	{ echo "IMAGE=$(IMAGE)"; echo "IMAGE_ID=$$(cat $(BIN)/image/iid)"; \
-	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE))"; \
+	$(BUILDAH) push --quiet $(IMAGE_NAME) oci-archive:$(IMAGE_ARCHIVE):$(IMAGE_NAME)
+	{ echo "IMAGE=$(IMAGE_NAME)"; echo "IMAGE_ID=$$(cat $(BIN)/image/iid)"; \
+	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE_NAME))"; \
 	  echo "IMAGE_ARCHIVE=$(IMAGE_ARCHIVE)"; \
 	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
 	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV)
@@ -223,7 +226,7 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 image-reproducible: ## Build the image twice from a fresh context and fail unless both have the same digest.
 	$(MAKE) --no-print-directory image
 	cp $(IMAGE_ENV) $(BIN)/image/first.env
-	$(BUILDAH) rmi --force $(IMAGE) >/dev/null
+	$(BUILDAH) rmi --force $(IMAGE_NAME) >/dev/null
 	$(MAKE) --no-print-directory image
 	@for k in IMAGE_ID IMAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
 		first=$$(grep "^$$k=" $(BIN)/image/first.env | cut -d= -f2); second=$$(grep "^$$k=" $(IMAGE_ENV) | cut -d= -f2); \
@@ -241,13 +244,19 @@ sandbox-bin: ## Build bin/sandbox.
 BROKERED ?=
 SANDBOX_S3 := $(if $(filter-out 0,$(BROKERED)),minio,embedded)
 
+# IMAGE=1 is container mode: the sandbox runs the driver, and the restore's
+# staging Pods, from the image `make image` builds, with podman (as the
+# chart's Deployment and the staging Job run them) instead of in process.
+IMAGE ?=
+SANDBOX_IMAGE := $(filter-out 0,$(IMAGE))
+
 .PHONY: sandbox
-sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys).
-	$(BIN)/sandbox run --s3 $(SANDBOX_S3)
+sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
+	$(BIN)/sandbox run --s3 $(SANDBOX_S3) $(if $(SANDBOX_IMAGE),--image)
 
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys).
-	BROKERED=$(filter-out 0,$(BROKERED)) bash hack/demo.sh
+demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
+	BROKERED=$(filter-out 0,$(BROKERED)) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
 
 .PHONY: help
 help: ## List the targets.

@@ -35,6 +35,7 @@ import (
 
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
@@ -68,6 +69,16 @@ type Options struct {
 	// the staging image's /etcd-stage; empty means bin/etcd-stage
 	// (`make stage-bin`).
 	StageBinary string
+	// Image is container mode: the driver runs from the image `make
+	// image` built (bin/image/image.env), with podman, as the chart's
+	// Deployment runs it (DriverPod: read-only root filesystem, user
+	// 65532, the chart's arguments), and the kubelet stand-in runs the
+	// staging Pods from the same image with their security context and
+	// their claims bind-mounted (internal/sandbox/container). Of Driver's
+	// adjustments only the deadlines reach it (they are chart values).
+	// Start fails, saying what to install or build, without podman or
+	// the image.
+	Image bool
 	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
 	// then get no kube-apiserver. By default every TenantControlPlane a
 	// test or script creates (kamajistandin.CreateControlPlane) gets one;
@@ -139,9 +150,18 @@ type Sandbox struct {
 	// Volumes are the folders standing for the claims Pods mount
 	// (<Dir>/volumes/<namespace>/<claim>).
 	Volumes *operator.Volumes
+	// Containers runs the driver's image; nil unless Options.Image.
+	Containers *container.Runtime
+	// DriverContainer is the driver's container (what `podman run` was
+	// given, its name included); nil unless Options.Image.
+	DriverContainer *container.Spec
+	// DriverLog is the driver container's output; empty unless
+	// Options.Image.
+	DriverLog string
 
 	env      *testenv.Env
 	services *etcdservice.Services
+	driver   *driverContainer
 	tempDir  bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -197,15 +217,35 @@ func Start(o Options) (_ *Sandbox, err error) {
 		o.Driver(&driverOpts)
 	}
 	s.DriverNamespace = driverOpts.Namespace
-	driver, err := manager.New(s.Config, driverOpts)
-	if err != nil {
-		return s, err
+	hosts := filepath.Join(s.Dir, "driver", "hosts")
+	if o.Image {
+		if s.Containers, err = container.Load(testenv.RepoRoot()); err != nil {
+			return s, err
+		}
+		if err := s.Containers.RemoveOrphans(ctx); err != nil {
+			return s, err
+		}
+		// The driver's container resolves the tenants' client Services
+		// through this file, as through cluster DNS.
+		if err := os.MkdirAll(filepath.Dir(hosts), 0o755); err != nil {
+			return s, err
+		}
+		if err := s.services.PublishHosts(hosts); err != nil {
+			return s, err
+		}
+		s.DriverNamespace = testenv.DriverNamespace
 	}
 	standIns, err := s.standIns(o)
 	if err != nil {
 		return s, err
 	}
-	for name, m := range map[string]ctrl.Manager{"driver": driver, "stand-ins": standIns} {
+	managers := map[string]ctrl.Manager{"stand-ins": standIns}
+	if !o.Image {
+		if managers["driver"], err = manager.New(s.Config, driverOpts); err != nil {
+			return s, err
+		}
+	}
+	for name, m := range managers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -215,6 +255,12 @@ func Start(o Options) (_ *Sandbox, err error) {
 				s.errsMu.Unlock()
 			}
 		}()
+	}
+	if o.Image {
+		if s.driver, err = s.startDriverContainer(s.Containers, driverOpts, hosts); err != nil {
+			return s, err
+		}
+		s.DriverContainer, s.DriverLog = &s.driver.spec, s.driver.log
 	}
 	return s, nil
 }
@@ -274,6 +320,7 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 		VolumesDir:          filepath.Join(s.Dir, "volumes"),
 		PodsDir:             filepath.Join(s.Dir, "pods"),
 		Executables:         map[string]string{StageCommand: stage},
+		Containers:          s.Containers,
 		SnapshotJobDeadline: o.SnapshotJobDeadline,
 	})
 	if err != nil {
@@ -328,6 +375,10 @@ func (s *Sandbox) ControlPlaneConfig(key types.NamespacedName) (*rest.Config, er
 // Stop ends the managers, every tenant kube-apiserver, every etcd member, S3 and the API server, and
 // removes a temporary data folder. It is safe on a partly started sandbox.
 func (s *Sandbox) Stop() error {
+	var driverErr error
+	if s.driver != nil {
+		driverErr = s.driver.stop()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -342,7 +393,7 @@ func (s *Sandbox) Stop() error {
 	if s.Fleet != nil {
 		s.Fleet.StopAll()
 	}
-	errs := append([]error(nil), s.errs...)
+	errs := append([]error{driverErr}, s.errs...)
 	if s.S3 != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, s.S3.Stop(ctx))

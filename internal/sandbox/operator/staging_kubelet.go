@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 )
 
 // stagingKubelet stands in for the node agent for the driver's restore
@@ -42,6 +43,9 @@ type stagingKubelet struct {
 	volumes     *Volumes
 	executables map[string]string
 	podsDir     string
+	// containers, when set, runs the Pods' containers from their images
+	// (container mode) instead of executables.
+	containers *container.Runtime
 
 	mu   sync.Mutex
 	runs map[types.NamespacedName]podRun
@@ -104,7 +108,7 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := os.MkdirAll(podDir, 0o755); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir}.plan(ctx, &pod)
+	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir, containers: k.containers}.plan(ctx, &pod)
 	var nr *notReady
 	if errors.As(err, &nr) {
 		return ctrl.Result{}, k.patchStatus(ctx, &pod, pendingStatus(&pod, nr))
@@ -319,7 +323,7 @@ func (r *stagingRun) status() corev1.PodStatus {
 		s := stateAt(r.init, i, "PodInitializing")
 		initFailed = initFailed || (s.Terminated != nil && s.Terminated.ExitCode != 0)
 		initDone = initDone && s.Terminated != nil && s.Terminated.ExitCode == 0
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, s))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, s, imageOf(r.plan.init, i)))
 	}
 	running, failed, done := false, false, true
 	for i, c := range r.pod.Spec.Containers {
@@ -331,7 +335,7 @@ func (r *stagingRun) status() corev1.PodStatus {
 		running = running || s.Running != nil
 		failed = failed || (s.Terminated != nil && s.Terminated.ExitCode != 0)
 		done = done && s.Terminated != nil
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, s))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, s, imageOf(r.plan.main, i)))
 	}
 	switch {
 	case initFailed:
@@ -367,7 +371,20 @@ func stateAt(states []corev1.ContainerState, i int, waiting string) corev1.Conta
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}}
 }
 
-func containerStatus(c corev1.Container, s corev1.ContainerState) corev1.ContainerStatus {
+// containerStatus is c's status in state s; imageID is the image it ran
+// (container mode), empty for its image's name.
+func containerStatus(c corev1.Container, s corev1.ContainerState, imageID string) corev1.ContainerStatus {
 	running := s.Running != nil
-	return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, State: s, Ready: running, Started: &running}
+	if imageID == "" {
+		imageID = c.Image
+	}
+	return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID, State: s, Ready: running, Started: &running}
+}
+
+// imageOf is the image ID the i-th of the processes ran, if known.
+func imageOf(procs []containerProcess, i int) string {
+	if i < len(procs) {
+		return procs[i].imageID
+	}
+	return ""
 }
