@@ -159,14 +159,15 @@ test: envtest-bins $(BIN)/minio stage-bin image ## Run every test, envtest suite
 
 # What a build says it is: the commit, the commit's date (never the clock, so
 # that two builds of one commit are the same bytes) and a version: the tag
-# vX.Y.Z on the commit, else the chart's appVersion with -dev.<commit>, with
-# -dirty when tracked files differ from the commit.
+# vX.Y.Z on the commit, else the chart's appVersion with -dev.g<commit>
+# (SemVer 2, and a valid image tag), with -dirty when tracked files differ
+# from the commit.
 GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_EPOCH   := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 GIT_DATE    := $(shell date -u -d @$(GIT_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
 GIT_DIRTY   := $(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
 APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2 }' $(DRIVER_CHART)/Chart.yaml)
-VERSION     ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),$(APP_VERSION)-dev.$(shell git rev-parse --short=12 HEAD 2>/dev/null))$(GIT_DIRTY)
+VERSION     ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),$(APP_VERSION)-dev.g$(shell git rev-parse --short=12 HEAD 2>/dev/null))$(GIT_DIRTY)
 VERSION_PKG := github.com/etcd-backup-driver/etcd-backup-driver/internal/version
 LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(GIT_COMMIT) -X $(VERSION_PKG).Date=$(GIT_DATE)
 
@@ -221,6 +222,15 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
 	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV)
 	@cat $(IMAGE_ENV)
+
+# The packaged chart: version and appVersion $(VERSION), the image pinned
+# by IMAGE_DIGEST when given (the release passes the digest it pushed).
+CHART_DIST   := $(BIN)/charts
+IMAGE_DIGEST ?=
+
+.PHONY: chart-package
+chart-package: ## Package the driver's chart as bin/charts/etcd-backup-driver-$(VERSION).tgz (Helm SDK; IMAGE_DIGEST=sha256:... pins the image), for `helm push ... oci://ghcr.io/etcd-backup-driver/charts`.
+	go run ./hack/chartpackage --version $(VERSION) $(if $(IMAGE_DIGEST),--image-digest $(IMAGE_DIGEST)) --out $(CHART_DIST) $(DRIVER_CHART)
 
 .PHONY: image-reproducible
 image-reproducible: ## Build the image twice from a fresh context and fail unless both have the same digest.

@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
@@ -54,13 +55,19 @@ func DriverValues(image string, metricsPort, probePort int, backupDeadline, rest
 	}
 }
 
-// DriverPod renders the driver's chart (charts/etcd-backup-driver) with
-// values as release DriverRelease in the driver's namespace and returns
-// its Deployment's Pod spec: what container mode runs, and what the chart
-// test applies to an API server and compares with it.
-func DriverPod(values map[string]any) (*corev1.PodSpec, error) {
-	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"),
+// DriverChart renders the driver's chart (charts/etcd-backup-driver) with
+// values as release DriverRelease in the driver's namespace
+// (testenv.DriverNamespace): what container mode runs the driver from
+// (DriverPod), and what test/charts applies to an API server.
+func DriverChart(values map[string]any) ([]*unstructured.Unstructured, error) {
+	return chartrender.Render(chartrender.ChartDir("etcd-backup-driver"),
 		chartrender.Release{Name: DriverRelease, Namespace: testenv.DriverNamespace, Values: values})
+}
+
+// DriverPod is the Pod spec of DriverChart's Deployment: container mode
+// runs its one container (container.FromPod).
+func DriverPod(values map[string]any) (*corev1.PodSpec, error) {
+	objs, err := DriverChart(values)
 	if err != nil {
 		return nil, err
 	}

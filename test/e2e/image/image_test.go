@@ -49,6 +49,7 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	g.Expect(inspected.ImageName).To(Equal(sb.Containers.Image))
 	g.Expect(inspected.Image).To(Equal(trimSHA(sb.Containers.ImageID)))
 	g.Expect(inspected.Path).To(Equal("/manager"))
+	g.Expect(inspected.Args).To(Equal(sb.DriverContainer.Args), "the chart's arguments (sandbox.DriverPod), as they are")
 	g.Expect(inspected.Args).To(ContainElements(
 		"--leader-elect=true", "--namespace=etcd-backup-driver", "--leader-election-namespace=etcd-backup-driver",
 		"--provenance-secret=etcd-backup-driver-provenance", "--staging-image="+sb.Containers.Image))
