@@ -8,11 +8,11 @@ import (
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
@@ -95,7 +95,7 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	g.Eventually(func() backupsv1alpha1.BackupJobPhase {
 		g.Expect(sb.Client.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		return job.Status.Phase
-	}).WithTimeout(2*time.Minute).WithPolling(250*time.Millisecond).Should(
+	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).Should(
 		BeElementOf(backupsv1alpha1.BackupJobPhaseSucceeded, backupsv1alpha1.BackupJobPhaseFailed))
 	g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), job.Status.Message)
 
@@ -107,7 +107,7 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	g.Eventually(func() backupsv1alpha1.RestoreJobPhase {
 		g.Expect(sb.Client.Get(ctx, client.ObjectKeyFromObject(rj), rj)).To(Succeed())
 		return rj.Status.Phase
-	}).WithTimeout(3*time.Minute).WithPolling(250*time.Millisecond).Should(
+	}).WithTimeout(3 * time.Minute).WithPolling(250 * time.Millisecond).Should(
 		BeElementOf(backupsv1alpha1.RestoreJobPhaseSucceeded, backupsv1alpha1.RestoreJobPhaseFailed))
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
 	raised := meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionRevisionRaised)

@@ -10,11 +10,11 @@ import (
 // container is what `podman inspect` says of a container (the fields the
 // test reads).
 type container struct {
-	Path      string
-	Args      []string
-	Image     string
-	ImageName string
-	Config    struct{ User string }
+	Path       string
+	Args       []string
+	Image      string
+	ImageName  string
+	Config     struct{ User string }
 	HostConfig struct {
 		ReadonlyRootfs  bool
 		SecurityOpt     []string
