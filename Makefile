@@ -93,11 +93,20 @@ etcd-versions: $(BIN)/etcdutl $(ETCD_VERSION_BINS) ## Build etcdutl for bin/etcd
 $(BIN)/minio: $(TOOLS)/minio/go.mod $(TOOLS)/minio/tools.go
 	cd $(TOOLS)/minio && go build -o $@ github.com/minio/minio
 
+# The release's own tools, each from a module of its own: actionlint lints
+# .github/workflows, goreleaser checks .goreleaser.yaml and builds the
+# plugin as the release does (release-check).
+$(BIN)/actionlint: $(TOOLS)/actionlint/go.mod
+	cd $(TOOLS)/actionlint && go build -o $@ github.com/rhysd/actionlint/cmd/actionlint
+
+$(BIN)/goreleaser: $(TOOLS)/goreleaser/go.mod
+	cd $(TOOLS)/goreleaser && go build -o $@ github.com/goreleaser/goreleaser/v2
+
 .PHONY: envtest-bins
 envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager etcd-versions ## Build kube-apiserver, etcd, kube-controller-manager and the etcd versions from source into bin/ (reused when present).
 
 .PHONY: tools
-tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) ## Build every tool the build and tests use.
+tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) $(BIN)/actionlint $(BIN)/goreleaser ## Build every tool the build and tests use.
 
 ##@ Build and test
 
@@ -151,7 +160,7 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 # The image first: test/e2e/image runs the driver and the staging step from
 # it (container mode), and fails, saying how to install podman, without it.
 .PHONY: test
-test: envtest-bins $(BIN)/minio stage-bin image ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image).
+test: envtest-bins $(BIN)/minio stage-bin image release-check ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image; release-check).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
@@ -222,6 +231,18 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
 	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV)
 	@cat $(IMAGE_ENV)
+
+# What the release (.github/workflows/release.yml, .goreleaser.yaml) cannot
+# run here is checked here: the workflows by actionlint, the goreleaser
+# configuration by its own check, and the plugin's cross-compiled builds
+# (linux and darwin, amd64 and arm64), archives, checksums and krew manifest
+# by a snapshot release into dist/ (published nowhere; no signature or SBOM:
+# cosign and syft run in the release workflow only).
+.PHONY: release-check
+release-check: $(BIN)/actionlint $(BIN)/goreleaser ## Lint the workflows, check .goreleaser.yaml, and build, archive and checksum the plugin for every platform the release ships, with its krew manifest (dist/).
+	$(BIN)/actionlint
+	$(BIN)/goreleaser check
+	$(BIN)/goreleaser release --snapshot --clean --skip=sign,sbom
 
 # The packaged chart: version and appVersion $(VERSION), the image pinned
 # by IMAGE_DIGEST when given (the release passes the digest it pushed).
