@@ -12,7 +12,9 @@
 // for the driver's restore staging Pods, which runs bin/etcd-stage, and a
 // stand-in for Kamaji that runs a real kube-apiserver per
 // TenantControlPlane on its tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
-// `make demo` and test/e2e all start it through Start.
+// `make demo` and test/e2e all start it through Start. In container mode
+// (Options.Image, `make demo IMAGE=1`) the driver and the staging Pods run
+// from the driver's image with podman instead (internal/sandbox/container).
 package sandbox
 
 import (

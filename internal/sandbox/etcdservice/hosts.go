@@ -32,7 +32,7 @@ func (s *Services) PublishHosts(path string) error {
 	return s.writeHostsLocked()
 }
 
-// listenAddress is where a new proxy listens: any loopback port, or with
+// listen opens a new proxy's listener: any loopback port, or with
 // PublishHosts, port 2379 of a loopback address no one else holds.
 func (s *Services) listen() (net.Listener, error) {
 	if s.hostsFile == "" {

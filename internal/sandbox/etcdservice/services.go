@@ -16,7 +16,9 @@
 //
 // Services.Dial maps <cluster>-client.<namespace>.svc[.cluster.local]:2379
 // to the proxy and dials anything else as it is: it is the driver's
-// manager.Options.EtcdDialer in the sandbox.
+// manager.Options.EtcdDialer in the sandbox. For a driver in a container
+// (the sandbox's container mode), PublishHosts puts each proxy on a
+// loopback address of its own at port 2379 and names it in a hosts file.
 package etcdservice
 
 import (

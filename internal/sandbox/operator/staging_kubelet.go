@@ -36,7 +36,10 @@ import (
 // then the containers, each ending with its exit code and message, which
 // the Job's podFailurePolicy acts on. A missing Secret, ConfigMap or key
 // keeps the Pod Pending with CreateContainerConfigError, a missing claim
-// keeps it unschedulable, until they appear.
+// keeps it unschedulable, until they appear. In container mode
+// (Options.Containers) the containers run from their images with podman
+// instead, with the Pod's security context, fsGroup and limits, and
+// their volumes bind-mounted at their own paths.
 type stagingKubelet struct {
 	client      client.Client
 	reader      client.Reader
