@@ -169,12 +169,12 @@ test: envtest-bins $(BIN)/minio stage-bin image release-check ## Run every test,
 # What a build says it is: the commit, the commit's date (never the clock, so
 # that two builds of one commit are the same bytes) and a version: the tag
 # vX.Y.Z on the commit, else the chart's appVersion with -dev.g<commit>
-# (SemVer 2, and a valid image tag), with -dirty when tracked files differ
-# from the commit.
+# (SemVer 2, and a valid image tag), with -dirty when the checkout differs
+# from the commit (as Go's own vcs.modified says).
 GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 GIT_EPOCH   := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 GIT_DATE    := $(shell date -u -d @$(GIT_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
-GIT_DIRTY   := $(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+GIT_DIRTY   := $(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo -dirty)
 APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2 }' $(DRIVER_CHART)/Chart.yaml)
 VERSION     ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),$(APP_VERSION)-dev.g$(shell git rev-parse --short=12 HEAD 2>/dev/null))$(GIT_DIRTY)
 VERSION_PKG := github.com/etcd-backup-driver/etcd-backup-driver/internal/version
@@ -220,6 +220,9 @@ image-context: ## Lay out the image's build context in bin/image/context: static
 
 .PHONY: image
 image: image-tools image-context ## Build the image (buildah, offline, reproducible) as $(IMAGE_NAME) and write it as an OCI archive to bin/etcd-backup-driver-$(VERSION).oci.tar.
+	@# Files are replaced, never rewritten in place: bin/ may be hard links
+	@# to another checkout's (a copy made with cp -al).
+	rm -f $(BIN)/image/iid $(IMAGE_ENV)
 	$(BUILDAH) bud --isolation chroot --timestamp $(GIT_EPOCH) --platform $(firstword $(IMAGE_PLATFORMS)) \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(GIT_COMMIT) --build-arg CREATED=$(GIT_DATE) --build-arg LICENSES=$(LICENSES) \
 		--iidfile $(BIN)/image/iid -f Dockerfile -t $(IMAGE_NAME) $(IMAGE_CONTEXT)
@@ -229,7 +232,7 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE_NAME))"; \
 	  echo "IMAGE_ARCHIVE=$(IMAGE_ARCHIVE)"; \
 	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
-	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV)
+	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
 	@cat $(IMAGE_ENV)
 
 # What the release (.github/workflows/release.yml, .goreleaser.yaml) cannot
@@ -256,7 +259,7 @@ chart-package: ## Package the driver's chart as bin/charts/etcd-backup-driver-$(
 .PHONY: image-reproducible
 image-reproducible: ## Build the image twice from a fresh context and fail unless both have the same digest.
 	$(MAKE) --no-print-directory image
-	cp $(IMAGE_ENV) $(BIN)/image/first.env
+	rm -f $(BIN)/image/first.env && cp $(IMAGE_ENV) $(BIN)/image/first.env
 	$(BUILDAH) rmi --force $(IMAGE_NAME) >/dev/null
 	$(MAKE) --no-print-directory image
 	@for k in IMAGE_ID IMAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
