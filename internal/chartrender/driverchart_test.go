@@ -263,9 +263,10 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveLen(10))
+	g.Expect(byName).To(HaveLen(11))
 	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified",
-		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
+		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupBrokerPlatformKeys",
+		"EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
 		g.Expect(byName).To(HaveKey(name))
 	}
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
