@@ -93,11 +93,20 @@ etcd-versions: $(BIN)/etcdutl $(ETCD_VERSION_BINS) ## Build etcdutl for bin/etcd
 $(BIN)/minio: $(TOOLS)/minio/go.mod $(TOOLS)/minio/tools.go
 	cd $(TOOLS)/minio && go build -o $@ github.com/minio/minio
 
+# The release's own tools, each from a module of its own: actionlint lints
+# .github/workflows, goreleaser checks .goreleaser.yaml and builds the
+# plugin as the release does (release-check).
+$(BIN)/actionlint: $(TOOLS)/actionlint/go.mod
+	cd $(TOOLS)/actionlint && go build -o $@ github.com/rhysd/actionlint/cmd/actionlint
+
+$(BIN)/goreleaser: $(TOOLS)/goreleaser/go.mod
+	cd $(TOOLS)/goreleaser && go build -o $@ github.com/goreleaser/goreleaser/v2
+
 .PHONY: envtest-bins
 envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager etcd-versions ## Build kube-apiserver, etcd, kube-controller-manager and the etcd versions from source into bin/ (reused when present).
 
 .PHONY: tools
-tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) ## Build every tool the build and tests use.
+tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) $(BIN)/actionlint $(BIN)/goreleaser ## Build every tool the build and tests use.
 
 ##@ Build and test
 
@@ -148,10 +157,116 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 		echo "stage-bin: ./cmd/etcd-stage does not exist yet; bin/etcd-stage not built (the sandbox cannot stage restores)"; \
 	fi
 
+# The image first: test/e2e/image runs the driver and the staging step from
+# it (container mode), and fails, saying how to install podman, without it.
 .PHONY: test
-test: envtest-bins $(BIN)/minio stage-bin ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics).
+test: envtest-bins $(BIN)/minio stage-bin image release-check ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image; release-check).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
+
+##@ Image and release
+
+# What a build says it is: the commit, the commit's date (never the clock, so
+# that two builds of one commit are the same bytes) and a version: the tag
+# vX.Y.Z on the commit, else the chart's appVersion with -dev.g<commit>
+# (SemVer 2, and a valid image tag), with -dirty when the checkout differs
+# from the commit (as Go's own vcs.modified says).
+GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+GIT_EPOCH   := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+GIT_DATE    := $(shell date -u -d @$(GIT_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+GIT_DIRTY   := $(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo -dirty)
+APP_VERSION := $(shell awk '$$1 == "appVersion:" { gsub(/"/, "", $$2); print $$2 }' $(DRIVER_CHART)/Chart.yaml)
+VERSION     ?= $(or $(patsubst v%,%,$(shell git describe --tags --exact-match --match 'v[0-9]*' 2>/dev/null)),$(APP_VERSION)-dev.g$(shell git rev-parse --short=12 HEAD 2>/dev/null))$(GIT_DIRTY)
+VERSION_PKG := github.com/etcd-backup-driver/etcd-backup-driver/internal/version
+LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(GIT_COMMIT) -X $(VERSION_PKG).Date=$(GIT_DATE)
+
+# The released image (the chart's default, the release workflow's target).
+IMAGE_REPO ?= ghcr.io/etcd-backup-driver/etcd-backup-driver
+IMAGE_NAME ?= $(IMAGE_REPO):$(VERSION)
+# The repository has no LICENSE file: SPDX's NOASSERTION until its owners
+# choose one (then set it here and in .goreleaser.yaml).
+LICENSES   ?= NOASSERTION
+IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
+IMAGE_CONTEXT   := $(BIN)/image/context
+IMAGE_ARCHIVE    = $(BIN)/etcd-backup-driver-$(VERSION).oci.tar
+# What `make image` built: IMAGE (its name), IMAGE_ID, IMAGE_DIGEST, the
+# archive and its manifest's digest, and the storage
+# below; the sandbox's container mode and its test read it.
+IMAGE_ENV := $(BIN)/image/image.env
+
+# buildah and podman keep this checkout's images in .containers (vfs: no
+# overlay or fuse needed; runc: crun fails here; podman's default ulimits
+# cannot be set here, hack/containers/containers.conf empties them).
+CONTAINERS_DIR   := $(CURDIR)/.containers
+CONTAINERS_STORE := --root $(CONTAINERS_DIR)/storage --runroot $(CONTAINERS_DIR)/run --storage-driver vfs
+BUILDAH          := buildah $(CONTAINERS_STORE)
+export CONTAINERS_CONF := $(CURDIR)/hack/containers/containers.conf
+
+.PHONY: image-tools
+image-tools: ## Fail, saying how to install them, unless buildah, podman and runc are on PATH.
+	@for t in buildah podman runc; do command -v $$t >/dev/null || { \
+		echo "$$t is not installed: as root, apt-get install -y podman buildah runc (Debian/Ubuntu), or dnf install -y podman buildah runc" >&2; exit 1; }; done
+
+.PHONY: image-context
+image-context: ## Lay out the image's build context in bin/image/context: static manager and etcd-stage per platform (IMAGE_PLATFORMS), the CA bundle.
+	rm -rf $(IMAGE_CONTEXT) && mkdir -p $(IMAGE_CONTEXT)
+	for p in $(IMAGE_PLATFORMS); do \
+		for c in manager etcd-stage; do \
+			echo "go build $$p/$$c"; \
+			CGO_ENABLED=0 GOOS=$${p%/*} GOARCH=$${p#*/} go build -trimpath -ldflags '$(LDFLAGS)' -o $(IMAGE_CONTEXT)/$$p/$$c ./cmd/$$c; \
+		done; \
+	done
+	cd hack/tools/cabundle && go run . $(IMAGE_CONTEXT)/ca-certificates.crt
+
+.PHONY: image
+image: image-tools image-context ## Build the image (buildah, offline, reproducible) as $(IMAGE_NAME) and write it as an OCI archive to bin/etcd-backup-driver-$(VERSION).oci.tar.
+	@# Files are replaced, never rewritten in place: bin/ may be hard links
+	@# to another checkout's (a copy made with cp -al).
+	rm -f $(BIN)/image/iid $(IMAGE_ENV)
+	$(BUILDAH) bud --isolation chroot --timestamp $(GIT_EPOCH) --platform $(firstword $(IMAGE_PLATFORMS)) \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$(GIT_COMMIT) --build-arg CREATED=$(GIT_DATE) --build-arg LICENSES=$(LICENSES) \
+		--iidfile $(BIN)/image/iid -f Dockerfile -t $(IMAGE_NAME) $(IMAGE_CONTEXT)
+	rm -f $(IMAGE_ARCHIVE)
+	$(BUILDAH) push --quiet $(IMAGE_NAME) oci-archive:$(IMAGE_ARCHIVE):$(IMAGE_NAME)
+	{ echo "IMAGE=$(IMAGE_NAME)"; echo "IMAGE_ID=$$(cat $(BIN)/image/iid)"; \
+	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE_NAME))"; \
+	  echo "IMAGE_ARCHIVE=$(IMAGE_ARCHIVE)"; \
+	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
+	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
+	@cat $(IMAGE_ENV)
+
+# What the release (.github/workflows/release.yml, .goreleaser.yaml) cannot
+# run here is checked here: the workflows by actionlint, the goreleaser
+# configuration by its own check, and the plugin's cross-compiled builds
+# (linux and darwin, amd64 and arm64), archives, checksums and krew manifest
+# by a snapshot release into dist/ (published nowhere; no signature or SBOM:
+# cosign and syft run in the release workflow only).
+.PHONY: release-check
+release-check: $(BIN)/actionlint $(BIN)/goreleaser ## Lint the workflows, check .goreleaser.yaml, and build, archive and checksum the plugin for every platform the release ships, with its krew manifest (dist/).
+	$(BIN)/actionlint
+	$(BIN)/goreleaser check
+	$(BIN)/goreleaser release --snapshot --clean --skip=sign,sbom
+
+# The packaged chart: version and appVersion $(VERSION), the image pinned
+# by IMAGE_DIGEST when given (the release passes the digest it pushed).
+CHART_DIST   := $(BIN)/charts
+IMAGE_DIGEST ?=
+
+.PHONY: chart-package
+chart-package: ## Package the driver's chart as bin/charts/etcd-backup-driver-$(VERSION).tgz (Helm SDK; IMAGE_DIGEST=sha256:... pins the image), for `helm push ... oci://ghcr.io/etcd-backup-driver/charts`.
+	go run ./hack/chartpackage --version $(VERSION) $(if $(IMAGE_DIGEST),--image-digest $(IMAGE_DIGEST)) --out $(CHART_DIST) $(DRIVER_CHART)
+
+.PHONY: image-reproducible
+image-reproducible: ## Build the image twice from a fresh context and fail unless both have the same digest.
+	$(MAKE) --no-print-directory image
+	rm -f $(BIN)/image/first.env && cp $(IMAGE_ENV) $(BIN)/image/first.env
+	$(BUILDAH) rmi --force $(IMAGE_NAME) >/dev/null
+	$(MAKE) --no-print-directory image
+	@for k in IMAGE_ID IMAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
+		first=$$(grep "^$$k=" $(BIN)/image/first.env | cut -d= -f2); second=$$(grep "^$$k=" $(IMAGE_ENV) | cut -d= -f2); \
+		if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "image-reproducible: two builds of $(GIT_COMMIT) differ in $$k: '$$first', '$$second'" >&2; exit 1; fi; \
+		echo "image-reproducible: $$k of both builds: $$first"; \
+	done
 
 .PHONY: sandbox-bin
 sandbox-bin: ## Build bin/sandbox.
@@ -163,13 +278,19 @@ sandbox-bin: ## Build bin/sandbox.
 BROKERED ?=
 SANDBOX_S3 := $(if $(filter-out 0,$(BROKERED)),minio,embedded)
 
+# IMAGE=1 is container mode: the sandbox runs the driver, and the restore's
+# staging Pods, from the image `make image` builds, with podman (as the
+# chart's Deployment and the staging Job run them) instead of in process.
+IMAGE ?=
+SANDBOX_IMAGE := $(filter-out 0,$(IMAGE))
+
 .PHONY: sandbox
-sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys).
-	$(BIN)/sandbox run --s3 $(SANDBOX_S3)
+sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
+	$(BIN)/sandbox run --s3 $(SANDBOX_S3) $(if $(SANDBOX_IMAGE),--image)
 
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys).
-	BROKERED=$(filter-out 0,$(BROKERED)) bash hack/demo.sh
+demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
+	BROKERED=$(filter-out 0,$(BROKERED)) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
 
 .PHONY: help
 help: ## List the targets.

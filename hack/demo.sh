@@ -9,6 +9,8 @@
 # (bin/minio) with brokered keys: the platform key stays in the driver's
 # namespace, the tenant gets a key of its own, and the summary shows what
 # that key reaches.
+# IMAGE=1 (make demo IMAGE=1) is container mode: the driver and the
+# restore's staging Pod run from the image `make image` built, with podman.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(mktemp -d)
@@ -19,7 +21,9 @@ started=$(date +%s.%N)
 
 S3_SERVER=embedded
 if [ "${BROKERED:-0}" != 0 ]; then S3_SERVER=minio; fi
-"${SANDBOX_CMD:-$ROOT/bin/sandbox}" run --s3 "$S3_SERVER" --env-file "$ENV_FILE" > "$WORK/sandbox.log" 2>&1 &
+MODE=()
+if [ -n "${IMAGE:-}" ] && [ "${IMAGE:-}" != 0 ]; then MODE=(--image); fi
+"${SANDBOX_CMD:-$ROOT/bin/sandbox}" run --s3 "$S3_SERVER" "${MODE[@]}" --env-file "$ENV_FILE" > "$WORK/sandbox.log" 2>&1 &
 SB_PID=$!
 stop() {
   if kill -0 "$SB_PID" 2>/dev/null; then
@@ -31,7 +35,7 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-echo "demo: starting the sandbox (kube-apiserver, driver, S3 ($S3_SERVER), etcd-operator and helm-controller stand-ins)..."
+echo "demo: starting the sandbox (kube-apiserver, driver${MODE:+ from its image}, S3 ($S3_SERVER), etcd-operator and helm-controller stand-ins)..."
 for _ in $(seq 1 120); do
   [ -s "$ENV_FILE" ] && break
   kill -0 "$SB_PID" 2>/dev/null || { cat "$WORK/sandbox.log"; echo "demo: the sandbox did not start" >&2; exit 1; }
@@ -100,6 +104,15 @@ if [ -n "${S3_CREDENTIAL_BROKER:-}" ]; then
                               the platform key $S3_ACCESS_KEY_ID (kept in $DRIVER_NAMESPACE)"
 fi
 
+driver="in the sandbox's process"
+if [ -n "${DRIVER_IMAGE:-}" ]; then
+  staged=$(kubectl -n "$NS" get pods -l etcd-backup-driver.cozystack.io/staging-for \
+    -o jsonpath='{range .items[*]}{range .status.containerStatuses[*]}{.imageID}{" "}{end}{end}')
+  driver="container of $DRIVER_IMAGE
+                              (user 65532, read-only root, the chart's arguments);
+                              staging Pod ran image ${staged:-?}"
+fi
+
 bytes=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.sizeBytes}')
 uri=$(kubectl -n "${TENANT_NS:-tenant-demo}" get backup etcd-manual -o jsonpath='{.status.artifact.uri}')
 total=$(awk -v s="$started" -v e="$(date +%s.%N)" 'BEGIN { printf "%.0f", e - s }')
@@ -109,13 +122,16 @@ cat <<TXT
 
 ================================ demo summary ================================
   sandbox start-up            ${SANDBOX_STARTUP_SECONDS}s
+  driver                      $driver
   etcd cluster (3 members)    $(t cluster-start)s   HelmRelease -> EtcdCluster -> members ready
   sentinel data               $KEYS keys x $VALUE_SIZE B written in $(t write-sentinels)s
   backup                      $(t backup)s   BackupJob -> EtcdSnapshot -> S3 -> Backup
                               ${mb} MB at $uri
                               (${rate} MB/s end to end)
   disaster                    sentinels overwritten with generation v2
-  in-place restore            $(t restore)s   safety Backup, suspend, purge, re-create from S3, resume
+  in-place restore            $(t restore)s   safety Backup, suspend, stage the snapshot on a
+                              claim (checked, revision raised), purge,
+                              re-create from the staged claim, resume
   tenant etcd revision        $(t etcd-revision-before) before, $(t etcd-revision-after) after   (raised only if after > before)
   control plane               TenantControlPlane $TCP on the restored etcd$credentials
   verify                      $(t verify)s   all $KEYS keys back at generation v1

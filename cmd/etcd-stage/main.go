@@ -6,14 +6,22 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
 
 func main() {
+	// Answered before staging.Main parses its flags: --version is the
+	// binary's, not the staging step's.
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		fmt.Println(version.String("etcd-backup-driver etcd-stage"))
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()

@@ -4,6 +4,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	// Plans name IANA time zones; embedding the database makes them work in
 	// images without /usr/share/zoneinfo (distroless).
@@ -14,6 +15,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/memlimit"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
 
 func main() {
@@ -21,9 +23,14 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	memRatio := flag.Float64("memory-limit-ratio", 0.9,
 		"Set the Go runtime's soft memory limit to this share of the container's memory limit (cgroup), unless GOMEMLIMIT is set; 0 disables.")
+	showVersion := flag.Bool("version", false, "Print the version, commit and commit date, and exit.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("etcd-backup-driver manager"))
+		return
+	}
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")

@@ -1,7 +1,7 @@
 // Command sandbox runs the etcd-backup-driver on one machine with no
 // kubelet (see internal/sandbox), and helps scripts reach the etcd data:
 //
-//	sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio]   start; Ctrl-C stops everything
+//	sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio] [--image]   start; Ctrl-C stops everything
 //	sandbox kv write|check|get|revision ...     sentinel data in an app's etcd
 //	sandbox keyscope --namespace NS --secret S  what a brokered tenant key reaches
 //
@@ -36,7 +36,7 @@ func main() {
 
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
-  sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio]
+  sandbox run [--dir DIR] [--env-file FILE] [--s3 embedded|minio] [--image]
   sandbox kv write|check --namespace NS [--prefix P] [--count N] [--size BYTES] [--generation G]
   sandbox kv get --namespace NS KEY
   sandbox kv revision --namespace NS

@@ -30,6 +30,7 @@ func run(args []string) error {
 	restoreDeadline := fs.Duration("restore-deadline", 10*time.Minute, "the driver's --restore-deadline")
 	backupDeadline := fs.Duration("backup-deadline", 10*time.Minute, "the driver's --backup-deadline")
 	s3 := fs.String("s3", string(sandbox.S3Embedded), "S3 server: embedded (fast, one shared key) or minio (bin/minio, `make tools`; the examples then broker a key per tenant namespace)")
+	image := fs.Bool("image", false, "container mode: run the driver, and the restore's staging Pods, from the image `make image` built, with podman (`make sandbox IMAGE=1`)")
 	_ = fs.Parse(args)
 
 	logOpts := []zap.Opts{zap.UseDevMode(false)}
@@ -47,6 +48,7 @@ func run(args []string) error {
 	sb, err := sandbox.Start(sandbox.Options{
 		Dir:      *dir,
 		S3Server: sandbox.S3Server(*s3),
+		Image:    *image,
 		Driver: func(o *manager.Options) {
 			o.RestoreDeadline, o.BackupDeadline = *restoreDeadline, *backupDeadline
 		},
@@ -75,13 +77,14 @@ func run(args []string) error {
 		{"SANDBOX_DIR", sb.Dir},
 		{"S3_ENDPOINT", sb.S3URL},
 		{"S3_BUCKET", sandbox.DefaultBucket},
-		{"S3_ACCESS_KEY_ID", sb.S3Credentials.AccessKeyID},
-		{"S3_SECRET_ACCESS_KEY", sb.S3Credentials.SecretAccessKey},
-		// With MinIO the keys above are the platform's admin key: the
-		// examples keep it in the driver's namespace and broker a key per
-		// tenant namespace.
+		{"S3_ACCESS_KEY_ID", sb.PlatformCredentials.AccessKeyID},
+		{"S3_SECRET_ACCESS_KEY", sb.PlatformCredentials.SecretAccessKey},
+		// With MinIO the keys above are the platform's admin key (a user
+		// with the least-privilege policy, not root): the examples keep it
+		// in the driver's namespace and broker a key per tenant namespace.
 		{"S3_CREDENTIAL_BROKER", brokerProvider(sb)},
 		{"DRIVER_NAMESPACE", sb.DriverNamespace},
+		{"DRIVER_IMAGE", driverImage(sb)},
 		{"SANDBOX_STARTUP_SECONDS", fmt.Sprintf("%.1f", time.Since(started).Seconds())},
 		{"SANDBOX_PID", fmt.Sprint(os.Getpid())},
 	}
@@ -94,7 +97,11 @@ func run(args []string) error {
 			return errors.Join(err, stop())
 		}
 	}
-	fmt.Printf(`sandbox ready in %.1fs: kube-apiserver, etcd-backup-driver, S3 at %s (bucket %s),
+	driver := "etcd-backup-driver (in process)"
+	if c := sb.DriverContainer; c != nil {
+		driver = fmt.Sprintf("etcd-backup-driver (container %s of %s, user %s, read-only root; log %s)", c.Name, c.Image, c.User, sb.DriverLog)
+	}
+	fmt.Printf(`sandbox ready in %.1fs: kube-apiserver, %s, S3 at %s (bucket %s),
 etcd-operator and helm-controller stand-ins. In another shell:
 
 %s
@@ -102,7 +109,7 @@ etcd-operator and helm-controller stand-ins. In another shell:
   bash examples/backups/etcd/run-all.sh
 
 Ctrl-C stops everything.
-`, time.Since(started).Seconds(), sb.S3URL, sandbox.DefaultBucket, indent(b.String()))
+`, time.Since(started).Seconds(), driver, sb.S3URL, sandbox.DefaultBucket, indent(b.String()))
 
 	<-sigs
 	return stop()
@@ -116,6 +123,15 @@ func brokerProvider(sb *sandbox.Sandbox) string {
 		return string(strategyv1alpha1.CredentialBrokerMinIO)
 	}
 	return ""
+}
+
+// driverImage is the image the driver runs from; empty when it runs in
+// process.
+func driverImage(sb *sandbox.Sandbox) string {
+	if sb.DriverContainer == nil {
+		return ""
+	}
+	return sb.DriverContainer.Image
 }
 
 func indent(s string) string {

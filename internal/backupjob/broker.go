@@ -34,7 +34,7 @@ func (r *Reconciler) brokeredSecret(ctx context.Context, strategy *strategyv1alp
 		return &o
 	}
 	name, err := r.Broker.Ensure(ctx, strategy, namespace)
-	if errors.Is(err, credbroker.ErrForeignSecret) {
+	if errors.Is(err, credbroker.ErrForeignSecret) || errors.Is(err, credbroker.ErrOverlappingScopes) {
 		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "%v", err)
 		return &o
 	}

@@ -157,16 +157,17 @@ func (r *Reconciler) gate(ctx context.Context, job *backupsv1alpha1.BackupJob) (
 	// The claim store reads live: a restore that claimed the cluster a
 	// moment ago may not be in the cache yet, and this is the last check
 	// before the snapshot touches the cluster.
-	holder, err := r.Claims.Get(ctx, claim.Target{Namespace: job.Namespace, Cluster: ClusterName})
+	target := claim.Target{Namespace: job.Namespace, Cluster: ClusterName}
+	holder, err := r.Claims.Get(ctx, target)
 	if err != nil {
 		o := retry(err)
 		return "", &o
 	}
 	if holder != nil {
-		// A claim whose RestoreJob is gone holds nothing: the restore
-		// path breaks it and the sweeper removes it, but neither needs to
-		// have run for a backup to go ahead.
-		gone, err := claim.HolderGone(ctx, r.APIReader, holder)
+		// A claim whose RestoreJob is gone holds nothing: the backup goes
+		// ahead, and releases it on the way (a BackupJob is often the
+		// first to see it).
+		gone, err := r.Claims.ReleaseIfGone(ctx, r.APIReader, target, holder)
 		if err != nil {
 			o := retry(err)
 			return "", &o

@@ -10,15 +10,17 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
 )
 
-// shared holds the one copy of each repeated string in the caches.
-var shared = intern.New(intern.DefaultLimit)
+// shared holds one copy of each repeating value in the caches while some
+// cached object holds it (see internal/intern): namespaces and the values
+// of the driver's own keys, which a tenant can write on its Backups.
+var shared = intern.New()
 
 // knownKeys are the label and driverMetadata keys the driver writes, each
 // with whether its values repeat across objects (a namespace, an
 // application, a bucket) or are one object's own (a UID, a job name, a
-// signature). Only these keys, and only the repeating values, are shared:
-// keys and values a tenant invents are left as decoded, so a tenant
-// cannot fill the table.
+// signature). A known key is replaced by the driver's constant, so no
+// table holds keys; only the repeating values are shared, and keys a
+// tenant invents, with their values, are left as decoded.
 var knownKeys = map[string]bool{
 	backupsv1alpha1.ApplicationNameLabel:    true,
 	backupsv1alpha1.OwningJobNamespaceLabel: true,
@@ -45,27 +47,47 @@ var knownKeys = map[string]bool{
 
 // knownValues are the other strings the driver writes and that repeat in
 // every object: its finalizers, its owners' kinds, the groups and kind of
-// the Etcd application and strategy. Only
-// these are shared; a tenant's own finalizers and owners are left alone.
-var knownValues = map[string]bool{
-	backupsv1alpha1.CleanupFinalizer:           true,
-	backupsv1alpha1.BackupCleanupFinalizer:     true,
-	backupsv1alpha1.BackupJobSnapshotFinalizer: true,
-	backupsv1alpha1.SnapshotRecordFinalizer:    true,
-	backupsv1alpha1.RestoreFinalizer:           true,
-	backupsv1alpha1.GroupVersion.String():      true,
-	"Backup":                                   true,
-	"BackupJob":                                true,
-	"RestoreJob":                               true,
-	"Etcd":                                     true,
-	backupsv1alpha1.DefaultApplicationAPIGroup: true,
-	strategyv1alpha1.GroupVersion.Group:        true,
+// the Etcd application and strategy. Only these are replaced by the
+// driver's constant; a tenant's own finalizers and owners are left alone.
+var knownValues = constants(
+	backupsv1alpha1.CleanupFinalizer,
+	backupsv1alpha1.BackupCleanupFinalizer,
+	backupsv1alpha1.BackupJobSnapshotFinalizer,
+	backupsv1alpha1.SnapshotRecordFinalizer,
+	backupsv1alpha1.RestoreFinalizer,
+	backupsv1alpha1.GroupVersion.String(),
+	"Backup",
+	"BackupJob",
+	"RestoreJob",
+	"Etcd",
+	backupsv1alpha1.DefaultApplicationAPIGroup,
+	strategyv1alpha1.GroupVersion.Group,
+)
+
+// keyConstants maps each known key to the driver's own copy of it.
+var keyConstants = func() map[string]string {
+	m := make(map[string]string, len(knownKeys))
+	for k := range knownKeys {
+		m[k] = k
+	}
+	return m
+}()
+
+// constants maps each of vs to itself: looking a decoded string up
+// yields the driver's copy, held for good at no cost per object.
+func constants(vs ...string) map[string]string {
+	m := make(map[string]string, len(vs))
+	for _, v := range vs {
+		m[v] = v
+	}
+	return m
 }
 
-// shareKnown shares s when the driver wrote it (knownValues).
+// shareKnown returns the driver's copy of s when the driver wrote it
+// (knownValues), else s.
 func shareKnown(s string) string {
-	if knownValues[s] {
-		return shared.String(s)
+	if c, ok := knownValues[s]; ok {
+		return c
 	}
 	return s
 }
@@ -86,7 +108,7 @@ func shareMap(m map[string]string) map[string]string {
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		if repeats, ok := knownKeys[k]; ok {
-			k = shared.String(k)
+			k = keyConstants[k]
 			if repeats {
 				v = shared.String(v)
 			}
@@ -96,9 +118,9 @@ func shareMap(m map[string]string) map[string]string {
 	return out
 }
 
-// shareMeta shares what repeats in an object's metadata: its namespace
-// (namespaces are the platform's, as many as it has), known label keys
-// and values, and the driver's finalizers and owners' kinds.
+// shareMeta shares what repeats in an object's metadata: its namespace,
+// known label keys and values, and the driver's finalizers and owners'
+// kinds.
 func shareMeta(o metav1.Object) {
 	o.SetNamespace(shared.String(o.GetNamespace()))
 	if l := o.GetLabels(); len(l) > 0 {
@@ -119,9 +141,10 @@ func shareMeta(o metav1.Object) {
 // Etcd application's or strategy's, the same in every Backup; the name is
 // tenant-writable and left alone.
 func shareRef(r *backupsv1alpha1.TypedLocalObjectReference) {
-	if r.APIGroup != nil && knownValues[*r.APIGroup] {
-		g := shared.String(*r.APIGroup)
-		r.APIGroup = &g
+	if r.APIGroup != nil {
+		if g, ok := knownValues[*r.APIGroup]; ok {
+			r.APIGroup = &g
+		}
 	}
 	r.Kind = shareKnown(r.Kind)
 }

@@ -263,9 +263,10 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveLen(10))
+	g.Expect(byName).To(HaveLen(11))
 	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified",
-		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
+		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupBrokerPlatformKeys",
+		"EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
 		g.Expect(byName).To(HaveKey(name))
 	}
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))
@@ -337,4 +338,65 @@ func TestDriverValuesSchema(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(tc.want)))
 		})
 	}
+}
+
+// The default strategy and class are opt-in; asked for, they are the
+// strategy with the values' destination and a BackupClass binding
+// apps.cozystack.io/Etcd to it, as Cozystack's cozy-default binds
+// cozy-default-etcd.
+func TestDefaultStrategyIsRenderedOnlyWhenAsked(t *testing.T) {
+	g := NewWithT(t)
+	objs := renderDriver(t, nil)
+	g.Expect(Find(objs, "Etcd", "etcd-default")).To(BeNil(), "off by default")
+	g.Expect(Find(objs, "BackupClass", "etcd-default")).To(BeNil(), "off by default")
+
+	asked := map[string]any{"defaultStrategy": map[string]any{"enabled": true, "name": "platform-etcd",
+		"s3":          map[string]any{"bucket": "etcd-backups", "endpoint": "https://s3.example.com", "region": "eu-1"},
+		"backupClass": map[string]any{"name": "platform"}}}
+	objs = renderDriver(t, asked)
+	strategy := Find(objs, "Etcd", "platform-etcd")
+	g.Expect(strategy).NotTo(BeNil())
+	g.Expect(strategy.GetAPIVersion()).To(Equal("strategy.backups.cozystack.io/v1alpha1"))
+	g.Expect(field(g, strategy, "spec", "deletionPolicy")).To(Equal("Retain"))
+	g.Expect(field(g, strategy, "spec", "template", "destination", "s3")).To(Equal(map[string]any{
+		"bucket": "etcd-backups", "endpoint": "https://s3.example.com", "region": "eu-1", "forcePathStyle": true,
+		// The template is passed on as it is, for the driver to render.
+		"key":                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
+		"credentialsSecretRef": map[string]any{"name": "etcd-backup-s3"},
+	}))
+	g.Expect(strategy.Object["spec"]).NotTo(HaveKey("allowHTTPEndpoint"))
+	class := Find(objs, "BackupClass", "platform")
+	g.Expect(class).NotTo(BeNil())
+	g.Expect(field(g, class, "spec", "strategies")).To(Equal([]any{map[string]any{
+		"application": map[string]any{"apiGroup": "apps.cozystack.io", "kind": "Etcd"},
+		"strategyRef": map[string]any{"apiGroup": "strategy.backups.cozystack.io", "kind": "Etcd", "name": "platform-etcd"},
+	}}))
+
+	noClass := map[string]any{"defaultStrategy": map[string]any{"enabled": true,
+		"s3": map[string]any{"bucket": "b", "endpoint": "https://s3.example.com"}, "backupClass": map[string]any{"enabled": false}}}
+	objs = renderDriver(t, noClass)
+	g.Expect(Find(objs, "Etcd", "etcd-default")).NotTo(BeNil())
+	g.Expect(Find(objs, "BackupClass", "etcd-default")).To(BeNil())
+
+	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
+		Values: map[string]any{"defaultStrategy": map[string]any{"enabled": true}}})
+	g.Expect(err).To(MatchError(ContainSubstring("defaultStrategy.enabled needs defaultStrategy.s3.bucket and defaultStrategy.s3.endpoint")))
+}
+
+// A pinned digest pins the manager's image and, through it, the staging
+// Job's; an explicit stagingImage still wins.
+func TestImageDigestPinsTheManagerAndTheStagingImage(t *testing.T) {
+	g := NewWithT(t)
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	c := managerContainer(g, renderDriver(t, map[string]any{"image": map[string]any{"digest": digest}}))
+	pinned := "ghcr.io/etcd-backup-driver/etcd-backup-driver:0.1.0@" + digest
+	g.Expect(c["image"]).To(Equal(pinned))
+	g.Expect(c["args"]).To(ContainElement("--staging-image=" + pinned))
+
+	c = managerContainer(g, renderDriver(t, map[string]any{"image": map[string]any{"digest": digest}, "stagingImage": "mirror.example/ebd:1"}))
+	g.Expect(c["args"]).To(ContainElement("--staging-image=mirror.example/ebd:1"))
+
+	_, err := Render(ChartDir("etcd-backup-driver"), Release{Name: "etcd-backup-driver", Namespace: driverNS,
+		Values: map[string]any{"image": map[string]any{"digest": "latest"}}})
+	g.Expect(err).To(MatchError(ContainSubstring("digest")), "a digest is a sha256")
 }

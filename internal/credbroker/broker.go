@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
@@ -35,19 +37,42 @@ type Broker struct {
 	// Grace is how long a replaced key keeps working: longer than any
 	// backup or restore, whose Pods read the key once at start.
 	Grace time.Duration
+
+	mu sync.Mutex
+	// admins holds each strategy's platform credential for AdminKeyTTL:
+	// every Ensure reads its tenant's key back from the provider, and the
+	// admin Secret need not be read again for each backup of a busy hour.
+	admins map[string]heldAdmin
+}
+
+// AdminKeyTTL is how long the broker uses a platform credential it read
+// before it reads the admin Secret again: how long a replaced platform
+// credential may still be used.
+const AdminKeyTTL = time.Minute
+
+type heldAdmin struct {
+	secret string
+	key    s3object.Credentials
+	at     time.Time
 }
 
 // ErrForeignSecret means a Secret with the broker's name exists in the
 // tenant namespace and is not the driver's: the driver leaves it alone.
 var ErrForeignSecret = errors.New("a Secret with the credential broker's name exists and is not the driver's")
 
+// ErrUnsoundKey means the provider did not hold a key the broker had just
+// issued to its tenant's scope: the key was deleted and nothing handed out.
+var ErrUnsoundKey = errors.New("the S3 service did not keep the new key to its tenant's scope")
+
 // ErrOutOfScope means an object lies outside the tenant's prefix.
 var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
 
 // Ensure makes sure the tenant namespace has its key of strategy in the
-// driver-owned Secret, issuing one if the Secret is missing, incomplete or
-// for another scope, and returns the Secret's name. It rotates nothing:
-// Sweep does.
+// driver-owned Secret and returns the Secret's name. It reads the key the
+// Secret holds back from the provider and keeps it only when it is sound
+// (its owner's parent, the broker's mark, its own policy exactly the
+// tenant's scope, not retiring); otherwise it issues a new one (deleting
+// at once a key that lost its scope). It rotates nothing: Sweep does.
 func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error) {
 	name := SecretName(strategy.Name)
 	scope := ScopeOf(strategy, namespace)
@@ -60,12 +85,20 @@ func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, na
 		return "", fmt.Errorf("read Secret %s/%s: %w", namespace, name, err)
 	case !b.ours(&s, strategy.Name):
 		return "", fmt.Errorf("%w: Secret %s/%s (remove it; the driver writes it)", ErrForeignSecret, namespace, name)
-	case s.Annotations[ScopeAnnotation] == scope.String() && len(s.Data[s3object.AccessKeyIDKey]) > 0 && len(s.Data[s3object.SecretAccessKeyKey]) > 0:
-		return name, nil
 	}
 	p, err := b.provider(ctx, strategy)
 	if err != nil {
 		return "", err
+	}
+	if held := heldKey(&s, scope); held != "" {
+		why, err := b.check(ctx, p, strategy.Name, held, OwnerOf(strategy.Name, namespace), scope)
+		if err != nil {
+			return "", err
+		}
+		if why == "" {
+			return name, nil
+		}
+		log.FromContext(ctx).Info("issuing a new tenant key: the one its Secret holds is not sound", "namespace", namespace, "accessKeyID", held, "why", why)
 	}
 	if err := b.issue(ctx, p, strategy, &s); err != nil {
 		return "", err
@@ -73,19 +106,39 @@ func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, na
 	return name, nil
 }
 
+// heldKey is the access key id s holds for scope, or "" when it holds
+// none, an incomplete one, or one of another scope.
+func heldKey(s *corev1.Secret, scope Scope) string {
+	if s.ResourceVersion == "" || s.Annotations[ScopeAnnotation] != scope.String() || len(s.Data[s3object.SecretAccessKeyKey]) == 0 {
+		return ""
+	}
+	return string(s.Data[s3object.AccessKeyIDKey])
+}
+
 func (b *Broker) ours(s *corev1.Secret, strategy string) bool {
 	return s.Labels[StrategyLabel] == strategyHash(strategy)
 }
 
-// issue issues a new key for s's namespace and writes it into s (created
-// when it has no resourceVersion). A key whose Secret write fails is
-// deleted again; a key left behind by a crash is retired by Sweep.
+// issue issues a new key for s's namespace, reads it back, and writes it
+// into s (created when it has no resourceVersion) only when the provider
+// holds it sound. A key that is not, or whose Secret write fails, is
+// deleted again; a key left behind by a crash is retired by Sweep once it
+// is older than YoungKeyGrace.
 func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret) error {
+	if err := b.refuseOverlap(ctx, strategy); err != nil {
+		return err
+	}
 	now := b.Clock.Now()
-	scope := ScopeOf(strategy, s.Namespace)
-	key, err := p.Issue(ctx, OwnerOf(strategy.Name, s.Namespace), scope, now)
+	owner, scope := OwnerOf(strategy.Name, s.Namespace), ScopeOf(strategy, s.Namespace)
+	key, err := p.Issue(ctx, owner, scope, now)
 	if err != nil {
 		return err
+	}
+	if why, err := b.check(ctx, p, strategy.Name, key.AccessKeyID, owner, scope); err != nil || why != "" {
+		if err == nil {
+			err = fmt.Errorf("%w: %s", ErrUnsoundKey, why)
+		}
+		return errors.Join(fmt.Errorf("new key for namespace %s: %w", s.Namespace, err), p.Delete(ctx, key.AccessKeyID))
 	}
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
@@ -112,6 +165,58 @@ func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alph
 	return nil
 }
 
+// check reads accessKeyID back and says why the broker may not hand it out
+// or keep it for owner and scope ("" when it may). A key that reaches
+// beyond the scope, or may (no policy of its own, another policy, another
+// parent, not the broker's), is deleted at once.
+func (b *Broker) check(ctx context.Context, p Provider, strategy, accessKeyID string, owner Owner, scope Scope) (string, error) {
+	id, err := p.Inspect(ctx, accessKeyID)
+	if errors.Is(err, ErrNoSuchKey) {
+		return "the S3 service no longer knows it", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if why := unsafe(id, owner.Name, scope, true); why != "" {
+		log.FromContext(ctx).Info("deleting a tenant key that is not confined to its scope", "accessKeyID", accessKeyID, "namespace", owner.Namespace, "why", why)
+		keysDeleted.WithLabelValues(strategy, why).Inc()
+		return why, p.Delete(ctx, accessKeyID)
+	}
+	switch {
+	case !id.Expires.IsZero():
+		return "it is retiring", nil
+	case !id.Enabled:
+		return "it is disabled", nil
+	}
+	return "", nil
+}
+
+// Why a key is unsafe: each a label value of keysDeleted.
+const (
+	whyNoOwnPolicy   = "no-own-policy"
+	whyOtherPolicy   = "policy-not-scope"
+	whyPlatformChild = "not-owner-parent"
+	whyNotBrokers    = "not-brokers"
+)
+
+// unsafe says why id may reach beyond scope ("" when it cannot): no policy
+// of its own (it has its parent's rights), a parent other than the
+// owner's, no broker's mark, or, when the policy is known (withPolicy),
+// an own policy other than the scope's.
+func unsafe(id Identity, owner string, scope Scope, withPolicy bool) string {
+	switch {
+	case id.Parent != owner:
+		return whyPlatformChild
+	case !id.Brokered:
+		return whyNotBrokers
+	case id.Inherits || (withPolicy && len(id.Policy) == 0):
+		return whyNoOwnPolicy
+	case withPolicy && !SamePolicy(id.Policy, Policy(scope)):
+		return whyOtherPolicy
+	}
+	return ""
+}
+
 // provider connects to strategy's provider with the admin Secret of the
 // driver's namespace.
 func (b *Broker) provider(ctx context.Context, strategy *strategyv1alpha1.Etcd) (Provider, error) {
@@ -120,11 +225,34 @@ func (b *Broker) provider(ctx context.Context, strategy *strategyv1alpha1.Etcd) 
 	if connect == nil {
 		return nil, fmt.Errorf("credential broker provider %q is not supported", cfg.Provider)
 	}
-	admin, err := b.AdminKey(ctx, strategy)
+	admin, err := b.heldAdminKey(ctx, strategy)
 	if err != nil {
 		return nil, err
 	}
 	return connect(adminEndpoint(strategy), Key{AccessKeyID: admin.AccessKeyID, SecretAccessKey: admin.SecretAccessKey})
+}
+
+// heldAdminKey is strategy's platform credential, read at most
+// AdminKeyTTL ago.
+func (b *Broker) heldAdminKey(ctx context.Context, strategy *strategyv1alpha1.Etcd) (s3object.Credentials, error) {
+	secret, now := strategy.Spec.CredentialBroker.AdminSecretRef.Name, b.Clock.Now()
+	b.mu.Lock()
+	h, ok := b.admins[strategy.Name]
+	b.mu.Unlock()
+	if ok && h.secret == secret && now.Sub(h.at) < AdminKeyTTL && !now.Before(h.at) {
+		return h.key, nil
+	}
+	key, err := b.AdminKey(ctx, strategy)
+	if err != nil {
+		return key, err
+	}
+	b.mu.Lock()
+	if b.admins == nil {
+		b.admins = map[string]heldAdmin{}
+	}
+	b.admins[strategy.Name] = heldAdmin{secret: secret, key: key, at: now}
+	b.mu.Unlock()
+	return key, nil
 }
 
 // AdminKey reads the platform credential of strategy from the driver's

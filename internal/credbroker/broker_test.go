@@ -1,6 +1,7 @@
 package credbroker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -109,7 +110,8 @@ func TestRotationKeepsInFlightKeyUntilGraceEnds(t *testing.T) {
 }
 
 // A key the tenant Secret does not hold (a crash between issue and write,
-// or a Secret the tenant deleted) is retired, not left valid forever.
+// or a Secret the tenant deleted) is retired once it is older than
+// YoungKeyGrace, not left valid forever, and keeps its own policy.
 func TestSweepRetiresKeysNoSecretHolds(t *testing.T) {
 	w := newWorld(t, "retire", "retire-a")
 	_, err := w.broker.Ensure(w.ctx, w.strategy, "retire-a")
@@ -117,11 +119,20 @@ func TestSweepRetiresKeysNoSecretHolds(t *testing.T) {
 	var s corev1.Secret
 	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKey{Namespace: "retire-a", Name: credbroker.SecretName("retire")}, &s)).To(Succeed())
 	w.g.Expect(env.Client.Delete(w.ctx, &s)).To(Succeed())
-	_, err = w.broker.Sweep(w.ctx, w.strategy)
+	// A key younger than YoungKeyGrace may have its Secret on the way.
+	next, err := w.broker.Sweep(w.ctx, w.strategy)
 	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(next).To(BeNumerically("<=", credbroker.YoungKeyGrace))
 	ids := w.identities()
 	w.g.Expect(ids).To(HaveLen(1))
+	w.g.Expect(ids[0].Expires).To(BeZero(), "a young key was retired")
+	w.clock.SetTime(w.clock.Now().Add(credbroker.YoungKeyGrace))
+	_, err = w.broker.Sweep(w.ctx, w.strategy)
+	w.g.Expect(err).NotTo(HaveOccurred())
+	ids = w.identities()
+	w.g.Expect(ids).To(HaveLen(1))
 	w.g.Expect(ids[0].Expires).NotTo(BeZero())
+	w.g.Expect(ids[0].Inherits).To(BeFalse(), "the retirement dropped the key's own policy")
 }
 
 // The identity of a namespace being deleted is removed; so are all of a
@@ -168,7 +179,7 @@ func TestDeletionKey(t *testing.T) {
 	creds, brokered, err := w.broker.DeletionKey(w.ctx, "deletion-a", name, bucket, "deletion-a/etcd/s.db")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(brokered).To(BeTrue())
-	w.g.Expect(creds).To(Equal(rootKey()))
+	w.g.Expect(creds).To(Equal(w.platform))
 	_, brokered, err = w.broker.DeletionKey(w.ctx, "deletion-a", name, bucket, "deletion-b/etcd/s.db")
 	w.g.Expect(brokered).To(BeTrue())
 	w.g.Expect(err).To(MatchError(credbroker.ErrOutOfScope))
@@ -178,4 +189,36 @@ func TestDeletionKey(t *testing.T) {
 	_, brokered, err = w.broker.DeletionKey(w.ctx, "deletion-a", "tenant-s3", bucket, "deletion-a/etcd/s.db")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(brokered).To(BeFalse())
+}
+
+// countingReader counts the reads of one Secret.
+type countingReader struct {
+	client.Reader
+	name  string
+	reads *int
+}
+
+func (c countingReader) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if key.Name == c.name {
+		*c.reads++
+	}
+	return c.Reader.Get(ctx, key, o, opts...)
+}
+
+// Every Ensure reads the tenant's key back from the provider, but reads
+// the platform credential's Secret at most once per AdminKeyTTL: a
+// backup costs the API server no more than before.
+func TestEnsureReadsTheAdminSecretOncePerTTL(t *testing.T) {
+	w := newWorld(t, "adminttl", "adminttl-a")
+	reads := 0
+	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Spec.CredentialBroker.AdminSecretRef.Name, reads: &reads}
+	for range 3 {
+		_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
+		w.g.Expect(err).NotTo(HaveOccurred())
+	}
+	w.g.Expect(reads).To(Equal(1))
+	w.clock.SetTime(w.clock.Now().Add(credbroker.AdminKeyTTL))
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(reads).To(Equal(2))
 }

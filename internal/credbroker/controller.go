@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -56,6 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				return ctrl.Result{}, err
 			}
 		}
+		forgetStrategy(s.Name)
 		controllerutil.RemoveFinalizer(&s, Finalizer)
 		return ctrl.Result{}, r.Client.Update(ctx, &s)
 	}
@@ -82,10 +85,15 @@ func (r *Reconciler) warn(s *strategyv1alpha1.Etcd, format string, args ...any) 
 	}
 }
 
-// SetupWithManager registers the reconciler on the strategies.
+// SetupWithManager registers the reconciler on the strategies. It sweeps
+// at start, on its own schedule (the RequeueAfter each sweep returns), when
+// a strategy's spec changes and when one is being deleted; not on metadata
+// or status writes (its own finalizer, the shared-credentials condition),
+// which change nothing a sweep reads.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	deleting := predicate.NewPredicateFuncs(func(o client.Object) bool { return !o.GetDeletionTimestamp().IsZero() })
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&strategyv1alpha1.Etcd{}).
+		For(&strategyv1alpha1.Etcd{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, deleting))).
 		Named("credbroker").
 		Complete(r)
 }

@@ -24,6 +24,11 @@ const (
 	// DefaultRotationInterval is how often a tenant key is replaced when
 	// the strategy does not say.
 	DefaultRotationInterval = 30 * 24 * time.Hour
+	// YoungKeyGrace is how long after its issue a key is left alone by
+	// the sweep even when no Secret holds it yet: the Secret is written
+	// right after the key is issued, and a sweep that lists the key in
+	// between must not retire it.
+	YoungKeyGrace = 5 * time.Minute
 )
 
 // Brokered reports whether strategy issues tenant keys.

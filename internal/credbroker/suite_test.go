@@ -71,6 +71,8 @@ type world struct {
 	broker   *credbroker.Broker
 	clock    *clocktesting.FakePassiveClock
 	tenants  []string
+	// platform is the strategy's platform credential.
+	platform s3object.Credentials
 }
 
 func newWorld(t *testing.T, name string, tenants ...string) *world {
@@ -80,8 +82,12 @@ func newWorld(t *testing.T, name string, tenants ...string) *world {
 	if ok, _ := root.BucketExists(ctx, bucket); !ok {
 		g.Expect(root.MakeBucket(ctx, bucket, minio.MakeBucketOptions{})).To(Succeed())
 	}
+	// The platform credential is a MinIO user with the policy the docs
+	// give it, not root.
+	platformID, platformSecret, err := server.AddPlatformUser("platform-"+name, bucket)
+	g.Expect(err).NotTo(HaveOccurred())
 	admin := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.DriverNamespace, Name: adminSecret + "-" + name},
-		StringData: map[string]string{s3object.AccessKeyIDKey: server.RootUser, s3object.SecretAccessKeyKey: server.RootPassword}}
+		StringData: map[string]string{s3object.AccessKeyIDKey: platformID, s3object.SecretAccessKeyKey: platformSecret}}
 	g.Expect(env.Client.Create(ctx, admin)).To(Succeed())
 	s := &strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -102,7 +108,8 @@ func newWorld(t *testing.T, name string, tenants ...string) *world {
 		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
 	clock := clocktesting.NewFakePassiveClock(time.Now())
-	return &world{g: g, ctx: ctx, strategy: s, clock: clock, tenants: tenants, broker: &credbroker.Broker{
+	platform := s3object.Credentials{AccessKeyID: platformID, SecretAccessKey: platformSecret}
+	return &world{g: g, ctx: ctx, strategy: s, clock: clock, tenants: tenants, platform: platform, broker: &credbroker.Broker{
 		Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace, Clock: clock, Grace: 2 * time.Hour,
 		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
 			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil),
@@ -119,10 +126,14 @@ func (w *world) tenantKey(ns string) s3object.Credentials {
 }
 
 func (w *world) identities() []credbroker.Identity {
-	p, err := brokerminio.New(server.Endpoint, credbroker.Key{AccessKeyID: server.RootUser, SecretAccessKey: server.RootPassword}, nil)
+	p, err := brokerminio.New(server.Endpoint, credbroker.Key{AccessKeyID: w.platform.AccessKeyID, SecretAccessKey: w.platform.SecretAccessKey}, nil)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	ids, err := p.List(w.ctx, credbroker.Group(w.strategy.Name))
+	holdings, err := p.List(w.ctx, credbroker.Group(w.strategy.Name))
 	w.g.Expect(err).NotTo(HaveOccurred())
+	var ids []credbroker.Identity
+	for _, h := range holdings {
+		ids = append(ids, h.Keys...)
+	}
 	return ids
 }
 
@@ -134,8 +145,10 @@ func (w *world) noPlatformKeyInTenants() {
 		w.g.Expect(env.Client.List(w.ctx, &secrets, client.InNamespace(ns))).To(Succeed())
 		for _, s := range secrets.Items {
 			for k, v := range s.Data {
-				w.g.Expect(string(v)).NotTo(ContainSubstring(server.RootPassword), "Secret %s/%s key %s holds the platform secret", ns, s.Name, k)
-				w.g.Expect(string(v)).NotTo(Equal(server.RootUser), "Secret %s/%s key %s holds the platform key id", ns, s.Name, k)
+				for _, platform := range []s3object.Credentials{w.platform, rootKey()} {
+					w.g.Expect(string(v)).NotTo(ContainSubstring(platform.SecretAccessKey), "Secret %s/%s key %s holds the platform secret", ns, s.Name, k)
+					w.g.Expect(string(v)).NotTo(Equal(platform.AccessKeyID), "Secret %s/%s key %s holds the platform key id", ns, s.Name, k)
+				}
 			}
 		}
 	}

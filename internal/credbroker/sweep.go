@@ -19,17 +19,22 @@ import (
 // the identity of a deleted namespace is removed.
 const SweepEvery = 10 * time.Minute
 
-// Sweep walks strategy's identities as the provider lists them: it deletes
-// those past their expiry and those whose namespace is gone, retires (sets
-// an expiry Grace from now on) those that are not the key of their
-// namespace's Secret, and rotates the current key once it is older than
-// the rotation interval. It returns when to sweep again.
+// Sweep walks strategy's owners and keys as the provider lists them. It
+// deletes the owners whose namespace is gone, with their keys; deletes at
+// once any key that may reach beyond its tenant's scope (no policy of its
+// own, another policy, another parent, not the broker's); deletes keys
+// past their expiry; retires (an expiry Grace from now, sent with the
+// scope's policy and read back) keys no Secret holds once they are older
+// than YoungKeyGrace; rotates the key a Secret holds once it is older than
+// the rotation interval or of another scope; and issues a new key to a
+// Secret whose key the provider no longer knows. It returns when to sweep
+// again.
 func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (time.Duration, error) {
 	p, err := b.provider(ctx, strategy)
 	if err != nil {
 		return 0, err
 	}
-	ids, err := p.List(ctx, Group(strategy.Name))
+	holdings, err := p.List(ctx, Group(strategy.Name))
 	if err != nil {
 		return 0, err
 	}
@@ -37,56 +42,132 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	if err != nil {
 		return 0, err
 	}
-	now := b.Clock.Now()
 	next := SweepEvery
-	soon := func(d time.Duration) {
+	var errs []error
+	for _, h := range holdings {
+		h.Owner.Namespace = owners[h.Owner.Name]
+		d, err := b.sweepOwner(ctx, p, strategy, h)
 		if d > 0 && d < next {
 			next = d
 		}
-	}
-	var errs []error
-	for _, id := range ids {
-		id.Owner.Namespace = owners[id.Owner.Name]
-		d, err := b.sweepOne(ctx, p, strategy, id, now)
-		soon(d)
 		errs = append(errs, err)
 	}
+	errs = append(errs, b.countPlatformKeys(ctx, p, strategy.Name))
 	return next, errors.Join(errs...)
 }
 
-// sweepOne takes the one step id needs and says when it needs the next.
-func (b *Broker) sweepOne(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, id Identity, now time.Time) (time.Duration, error) {
-	l := log.FromContext(ctx).WithValues("accessKeyID", id.AccessKeyID, "namespace", id.Owner.Namespace)
-	if !id.Expires.IsZero() {
-		if now.Before(id.Expires) {
-			return id.Expires.Sub(now), nil
-		}
-		l.Info("deleting an expired tenant key")
-		return 0, p.Delete(ctx, id.AccessKeyID)
-	}
-	ns := id.Owner.Namespace
+// sweepOwner takes the steps one owner's keys need and says when it needs
+// the next.
+func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, h Holding) (time.Duration, error) {
+	ns := h.Owner.Namespace
+	l := log.FromContext(ctx).WithValues("namespace", ns, "owner", h.Owner.Name)
 	if ns == "" {
-		l.Info("deleting a tenant key whose namespace is gone", "name", id.Owner.Name)
-		return 0, p.Delete(ctx, id.AccessKeyID)
+		l.Info("deleting the tenant keys of a namespace that is gone")
+		errs := []error{p.RemoveOwner(ctx, h.Owner.Name)}
+		for _, k := range h.Keys {
+			if k.Parent != h.Owner.Name {
+				errs = append(errs, p.Delete(ctx, k.AccessKeyID))
+			}
+		}
+		return 0, errors.Join(errs...)
 	}
 	var s corev1.Secret
 	err := b.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: SecretName(strategy.Name)}, &s)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return 0, fmt.Errorf("read Secret %s/%s: %w", ns, SecretName(strategy.Name), err)
 	}
-	if err != nil || !b.ours(&s, strategy.Name) || string(s.Data[s3object.AccessKeyIDKey]) != id.AccessKeyID {
-		l.Info("retiring a tenant key that its namespace's Secret no longer holds", "expires", now.Add(b.Grace))
-		return b.Grace, p.Expire(ctx, id.AccessKeyID, now.Add(b.Grace))
+	ours := err == nil && b.ours(&s, strategy.Name)
+	held := ""
+	if ours {
+		held = string(s.Data[s3object.AccessKeyIDKey])
 	}
-	due := id.IssuedAt.Add(rotationInterval(strategy))
-	if s.Annotations[ScopeAnnotation] == ScopeOf(strategy, ns).String() && now.Before(due) {
-		return due.Sub(now), nil
+	scope, now := ScopeOf(strategy, ns), b.Clock.Now()
+	next, known := time.Duration(0), false
+	soon := func(d time.Duration) {
+		if d > 0 && (next == 0 || d < next) {
+			next = d
+		}
 	}
-	l.Info("rotating a tenant key", "issuedAt", id.IssuedAt)
-	if err := b.issue(ctx, p, strategy, &s); err != nil {
+	var errs []error
+	for _, k := range h.Keys {
+		kl := l.WithValues("accessKeyID", k.AccessKeyID)
+		switch why := unsafe(k, h.Owner.Name, scope, false); {
+		case why != "":
+			kl.Info("deleting a tenant key that is not confined to its scope", "why", why)
+			keysDeleted.WithLabelValues(strategy.Name, why).Inc()
+			errs = append(errs, p.Delete(ctx, k.AccessKeyID))
+		case !k.Expires.IsZero() && !now.Before(k.Expires):
+			kl.Info("deleting an expired tenant key")
+			errs = append(errs, p.Delete(ctx, k.AccessKeyID))
+		case !k.Expires.IsZero():
+			soon(k.Expires.Sub(now))
+		case k.AccessKeyID == held:
+			known = true
+			d, err := b.keepOrRotate(ctx, p, strategy, &s, k, now)
+			soon(d)
+			errs = append(errs, err)
+		case now.Sub(k.IssuedAt) < YoungKeyGrace:
+			// Issued a moment ago: its Secret may be on its way.
+			soon(YoungKeyGrace - now.Sub(k.IssuedAt))
+		default:
+			kl.Info("retiring a tenant key that its namespace's Secret does not hold", "expires", now.Add(b.Grace))
+			soon(b.Grace)
+			errs = append(errs, b.retire(ctx, p, strategy.Name, k.AccessKeyID, h.Owner.Name, scope, now))
+		}
+	}
+	if held != "" && !known {
+		l.Info("issuing a new tenant key: the S3 service no longer knows the one its Secret holds", "accessKeyID", held)
+		errs = append(errs, b.issue(ctx, p, strategy, &s))
+	}
+	return next, errors.Join(errs...)
+}
+
+// keepOrRotate reads the key a Secret holds back: a key that lost its
+// scope is deleted and replaced at once; one older than the rotation
+// interval, or of another scope than the strategy's today, is replaced
+// and retired.
+func (b *Broker) keepOrRotate(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret, k Identity, now time.Time) (time.Duration, error) {
+	owner, scope := OwnerOf(strategy.Name, s.Namespace), ScopeOf(strategy, s.Namespace)
+	sameScope := s.Annotations[ScopeAnnotation] == scope.String()
+	if sameScope {
+		why, err := b.check(ctx, p, strategy.Name, k.AccessKeyID, owner, scope)
+		if err != nil {
+			return 0, err
+		}
+		if why != "" {
+			return 0, b.issue(ctx, p, strategy, s)
+		}
+		if due := k.IssuedAt.Add(rotationInterval(strategy)); now.Before(due) {
+			return due.Sub(now), nil
+		}
+	}
+	log.FromContext(ctx).Info("rotating a tenant key", "namespace", s.Namespace, "accessKeyID", k.AccessKeyID, "issuedAt", k.IssuedAt)
+	if err := b.issue(ctx, p, strategy, s); err != nil {
 		return 0, err
 	}
-	return b.Grace, p.Expire(ctx, id.AccessKeyID, now.Add(b.Grace))
+	return b.Grace, b.retire(ctx, p, strategy.Name, k.AccessKeyID, owner.Name, scope, now)
+}
+
+// retire gives a key an expiry Grace from now, sending the scope's policy
+// with it (an update without one would leave the key its parent's rights),
+// and reads it back: a key the provider did not keep to the scope is
+// deleted at once.
+func (b *Broker) retire(ctx context.Context, p Provider, strategy, accessKeyID, owner string, scope Scope, now time.Time) error {
+	if err := p.Expire(ctx, accessKeyID, Policy(scope), now.Add(b.Grace)); err != nil {
+		return err
+	}
+	id, err := p.Inspect(ctx, accessKeyID)
+	if errors.Is(err, ErrNoSuchKey) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if why := unsafe(id, owner, scope, true); why != "" {
+		keysDeleted.WithLabelValues(strategy, why).Inc()
+		return errors.Join(fmt.Errorf("retired key %s: %w: %s", accessKeyID, ErrUnsoundKey, why), p.Delete(ctx, accessKeyID))
+	}
+	return nil
 }
 
 // liveOwners maps the owner name of strategy's identity in each namespace
@@ -106,20 +187,25 @@ func (b *Broker) liveOwners(ctx context.Context, strategy string) (map[string]st
 	return owners, nil
 }
 
-// Remove deletes every identity of strategy and every tenant Secret that
-// holds one: the strategy is going.
+// Remove deletes every owner of strategy with its keys, and every tenant
+// Secret that holds one: the strategy is going.
 func (b *Broker) Remove(ctx context.Context, strategy *strategyv1alpha1.Etcd) error {
 	p, err := b.provider(ctx, strategy)
 	if err != nil {
 		return err
 	}
-	ids, err := p.List(ctx, Group(strategy.Name))
+	holdings, err := p.List(ctx, Group(strategy.Name))
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, id := range ids {
-		errs = append(errs, p.Delete(ctx, id.AccessKeyID))
+	for _, h := range holdings {
+		errs = append(errs, p.RemoveOwner(ctx, h.Owner.Name))
+		for _, k := range h.Keys {
+			if k.Parent != h.Owner.Name {
+				errs = append(errs, p.Delete(ctx, k.AccessKeyID))
+			}
+		}
 	}
 	// One Get per namespace: the driver may not list Secrets in bulk.
 	var namespaces corev1.NamespaceList

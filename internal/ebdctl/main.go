@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
 
 // Streams are what a command reads and writes.
@@ -95,6 +96,8 @@ func (e *env) rootCommand() *cobra.Command {
 		Use:         e.name[strings.LastIndex(e.name, " ")+1:],
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: e.name},
 		Short:       "Back up, restore and check tenants' etcd through the etcd-backup-driver",
+		// --version prints the release, commit and commit date.
+		Version: version.String(e.name),
 		Long: `Back up, restore and check the etcd applications (apps.cozystack.io Etcd)
 the etcd-backup-driver protects. Commands create and read backups.cozystack.io
 objects as you, with your kubeconfig; they never talk to the driver itself.`,
@@ -107,6 +110,7 @@ objects as you, with your kubeconfig; they never talk to the driver itself.`,
 		},
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(e.streams.In)
 	root.SetOut(e.streams.Out)
 	root.SetErr(e.streams.ErrOut)
@@ -121,6 +125,7 @@ objects as you, with your kubeconfig; they never talk to the driver itself.`,
 		e.statusCommand(),
 		e.verifyCommand(),
 		e.migrateCommand(),
+		e.auditKeysCommand(),
 	)
 	return root
 }

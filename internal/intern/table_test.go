@@ -1,6 +1,8 @@
 package intern
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -16,27 +18,40 @@ func at(s string) uintptr { return uintptr(unsafe.Pointer(unsafe.StringData(s)))
 
 func TestRepeatedStringsShareOneCopy(t *testing.T) {
 	g := NewWithT(t)
-	tab := New(10)
+	tab := New()
 	a, b := tab.String(fresh("tenant-a")), tab.String(fresh("tenant-a"))
 	g.Expect(a).To(Equal("tenant-a"))
 	g.Expect(at(a)).To(Equal(at(b)))
 	g.Expect(tab.String("")).To(BeEmpty())
+	g.Expect(tab.String("a constant")).To(Equal("a constant"), "a string that is not on the heap is copied, not referenced")
 
 	x, y := tab.Bytes([]byte(`{"k":1}`)), tab.Bytes([]byte(`{"k":1}`))
 	g.Expect(string(y)).To(Equal(`{"k":1}`))
 	g.Expect(uintptr(unsafe.Pointer(&x[0]))).To(Equal(uintptr(unsafe.Pointer(&y[0]))))
+	runtime.KeepAlive(a)
+	runtime.KeepAlive(x)
 }
 
-// Past its limit a Table shares nothing new but still answers: what it
-// returns is always equal to what it was given.
-func TestLimitBoundsTheTable(t *testing.T) {
+// A value stays shared only while something holds it: once the objects
+// holding 8 MiB of unique values are gone, so are the values and the
+// Table's entries for them, however many there were.
+func TestValuesNoOneHoldsAreDropped(t *testing.T) {
 	g := NewWithT(t)
-	tab := New(2)
-	for _, s := range []string{"a", "b", "c", "d"} {
-		g.Expect(tab.String(fresh(s))).To(Equal(s))
+	tab := New()
+	kept := tab.String(fresh("kept"))
+	held := make([]string, 0, 2048)
+	for i := range 2048 {
+		held = append(held, tab.String(fmt.Sprintf("%04d%s", i, strings.Repeat("v", 4092))))
 	}
-	strs, _ := tab.Len()
-	g.Expect(strs).To(Equal(2))
-	c1, c2 := tab.String(fresh("c")), tab.String(fresh("c"))
-	g.Expect(at(c1)).NotTo(Equal(at(c2)))
+	g.Expect(tab.Len()).To(Equal(2049))
+	again := tab.String(fresh(held[7]))
+	g.Expect(at(again)).To(Equal(at(held[7])))
+	runtime.KeepAlive(held)
+	held, again = nil, ""
+
+	runtime.GC()
+	runtime.GC()
+	g.Expect(tab.Len()).To(Equal(1), "only the value still held is shared")
+	g.Expect(at(tab.String(fresh("kept")))).To(Equal(at(kept)))
+	runtime.KeepAlive(kept)
 }

@@ -334,6 +334,45 @@ func TestRetention(t *testing.T) {
 	g.Expect(containing(h.events(), reasonBackupPruned)).To(HaveLen(2))
 }
 
+// A restore that failed after it deleted the cluster, without putting it
+// back, still reads its Backup: it is the data to restore again, so
+// retention keeps it until a person ends the restore by deleting the
+// RestoreJob.
+func TestRetentionKeepsTheBackupOfAFailedRestoreNeedingAHand(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "keep1h", "@yearly", "", func(p *backupsv1alpha1.Plan) {
+		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)}
+	})
+	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
+	createBackup(g, ns, "old", "keep1h", now.Add(-2*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	createBackup(g, ns, "new", "keep1h", now.Add(-1*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "old"}},
+	}
+	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
+	t0 := metav1.Now()
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseFailed
+	rj.Status.Conditions = []metav1.Condition{
+		{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(backupsv1alpha1.ReasonRollbackFailed), Message: "m", LastTransitionTime: t0},
+		{Type: backupsv1alpha1.RestoreConditionPurged, Status: metav1.ConditionTrue, Reason: string(backupsv1alpha1.ReasonClusterPurged), Message: "m", LastTransitionTime: t0},
+		{Type: backupsv1alpha1.RestoreConditionRollback, Status: metav1.ConditionTrue, Reason: string(backupsv1alpha1.ReasonBootstrapFailed), Message: "m", LastTransitionTime: t0},
+	}
+	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
+
+	h := newHarness(now)
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(backupNames(g, ns)).To(ConsistOf("old", "new"), "the Backup a failed restore may be redone from was pruned")
+
+	g.Expect(env.Client.Delete(ctx, rj)).To(Succeed())
+	_, err = h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(backupNames(g, ns)).To(ConsistOf("new"))
+}
+
 // staleCache hides every RestoreJob, as a cache that has not yet seen a
 // RestoreJob created a moment ago would.
 type staleCache struct{ client.Client }

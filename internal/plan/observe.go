@@ -25,7 +25,7 @@ type observed struct {
 	// to the signed time. Hand-written or edited Backups are not here, so
 	// retention never counts, orders by, or deletes them.
 	backups []backupsv1alpha1.Backup
-	// inUse names Backups a RestoreJob that has not finished reads.
+	// inUse names Backups a RestoreJob pins (RestoreJob.PinsBackups).
 	inUse map[string]bool
 }
 
@@ -72,8 +72,9 @@ func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*
 	return obs, nil
 }
 
-// restoresInProgress names the Backups that unfinished RestoreJobs in
-// namespace read.
+// restoresInProgress names the Backups that RestoreJobs in namespace still
+// pin: unfinished ones, and failed ones that left the cluster deleted
+// until a person deletes them (RestoreJob.PinsBackups).
 func restoresInProgress(ctx context.Context, c client.Reader, namespace string) (map[string]bool, error) {
 	var restores backupsv1alpha1.RestoreJobList
 	if err := c.List(ctx, &restores, client.InNamespace(namespace)); err != nil {
@@ -81,7 +82,7 @@ func restoresInProgress(ctx context.Context, c client.Reader, namespace string) 
 	}
 	inUse := map[string]bool{}
 	for _, rj := range restores.Items {
-		if !rj.Status.Phase.IsTerminal() {
+		if rj.PinsBackups() {
 			inUse[rj.Spec.BackupRef.Name] = true
 		}
 	}

@@ -22,9 +22,11 @@ import (
 func decideHandBack(o *observation, out *outcome) decision {
 	if s := o.snapshot; s != nil && o.safetyConflict == "" && s.DeletionTimestamp.IsZero() {
 		switch {
-		case !s.Ended() && safetyAbandoned(o):
-			// Nobody completes it (the operator is down): deleted, so it
-			// cannot land later as an object no Backup records.
+		case !s.Ended() && (safetyAbandoned(o) || deletedUncommitted(o)):
+			// Nobody completes it (the operator is down), or nobody needs
+			// it (the job was deleted before it destroyed anything):
+			// deleted, so it cannot land later as an object no Backup
+			// records, and the claim is released now, not at its bound.
 			return decision{state: stateAbandonSafetySnapshot}
 		case !s.Ended():
 			// A started snapshot lands in S3 either way: it is recorded,

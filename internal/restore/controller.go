@@ -141,8 +141,13 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logr.FromContextOrDiscard(ctx)
 	o, err := r.observe(ctx, req.NamespacedName)
-	if err != nil || o == nil {
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if o == nil {
+		// The job is gone; had it gone without its hand-back (its
+		// finalizer removed by hand), its claim is released now.
+		return ctrl.Result{}, r.Claims.ReleaseGone(ctx, r.LiveReader, claim.Target{Namespace: req.Namespace, Cluster: clusterName})
 	}
 	if !r.expect.caughtUp(o) {
 		// The event of a write this view lacks is on its way.

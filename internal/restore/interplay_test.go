@@ -8,11 +8,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -99,4 +101,50 @@ func snapshotCount(ns string) int {
 		return -1
 	}
 	return len(list.Items)
+}
+
+// A claim whose holder is gone (a RestoreJob deleted with its finalizer
+// stripped while the driver was not looking) is released by the first
+// part of the driver that sees it gone, not at the next sweep minutes
+// later: a BackupJob that goes ahead despite it, or the restore controller
+// when the RestoreJob's deletion reaches it.
+func TestClaimOfAGoneHolderIsReleasedWhenSeen(t *testing.T) {
+	ctx := context.Background()
+	t.Run("by a BackupJob", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		startOperator(t, ns)
+		g.Expect(k.Create(ctx, &appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: testApp}})).To(Succeed())
+		ghost := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ghost", UID: types.UID("ghost-" + ns)}}
+		_, err := testClaims.Acquire(ctx, ghost, claim.Target{Namespace: ns, Cluster: clusterName}, testApp)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimHolder(g, ns)).NotTo(BeNil())
+
+		job := &backupsv1alpha1.BackupJob{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "despite"},
+			Spec:       backupsv1alpha1.BackupJobSpec{ApplicationRef: appRef(), BackupClassName: "default"},
+		}
+		g.Expect(k.Create(ctx, job)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k.Get(ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+			g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded))
+		}).WithTimeout(60 * time.Second).Should(Succeed())
+		g.Expect(claimHolder(g, ns)).To(BeNil(), "the BackupJob saw the holder gone and left its claim")
+	})
+
+	t.Run("by the restore controller", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		rj := newRestoreJob(ns, "gone", "no-such-backup", "")
+		g.Expect(k.Create(ctx, rj)).To(Succeed())
+		_, err := testClaims.Acquire(ctx, rj, claim.Target{Namespace: ns, Cluster: clusterName}, testApp)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimHolder(g, ns)).NotTo(BeNil())
+		g.Expect(k.Delete(ctx, rj)).To(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(claimHolder(g, ns)).To(BeNil())
+		}).WithTimeout(15*time.Second).Should(Succeed(), "the claim outlived its RestoreJob")
+	})
 }

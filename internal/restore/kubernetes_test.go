@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
@@ -135,7 +137,7 @@ func TestControlPlaneFencedStagedRestartedAndLifted(t *testing.T) {
 
 // Attack: the object is replaced after the pre-flight verified it. The
 // staging Job, which accepts only the verified size and sha256, refuses it
-// (exit code 2): the restore fails before anything is destroyed, the fence
+// (staging.ExitRefused): the restore fails before anything is destroyed, the fence
 // is lifted and the claim removed.
 func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 	g := NewWithT(t)
@@ -297,4 +299,52 @@ func TestForeignControlPlaneIsNotFenced(t *testing.T) {
 	g.Expect(restarted).NotTo(BeNil())
 	g.Expect(restarted.Message).To(ContainSubstring(child + "/tenant-k8s"))
 	g.Expect(restarted.Message).To(ContainSubstring(a + "/tenant-k8s"))
+}
+
+// The staging Job uses plain http only where the Backup's Etcd strategy
+// allows it (spec.allowHTTPEndpoint): it used to be allowed always. A
+// Backup at an http endpoint whose strategy does not allow http is refused
+// before anything is touched, and no staging Job is made.
+func TestStagingFollowsTheStrategysHTTPSetting(t *testing.T) {
+	ctx := context.Background()
+	t.Run("allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		op := startOperator(t, ns)
+		op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+		g.Expect(k.Create(ctx, ourBackup(ns, "nightly", "nightly-http"))).To(Succeed())
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+		waitReason(t, ns, "restore", backupsv1alpha1.ReasonStaging)
+		job := stagingJobOf(t, ns, "restore")
+		g.Expect(job.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--allow-http"))
+		op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+		waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	})
+
+	t.Run("not allowed", func(t *testing.T) {
+		g := NewWithT(t)
+		ns := newNamespace(t)
+		deployApp(t, ns, appOpts{})
+		startOperator(t, ns)
+		httpsOnly := &strategyv1alpha1.Etcd{}
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: "default"}, httpsOnly)).To(Succeed())
+		httpsOnly.ObjectMeta = metav1.ObjectMeta{Name: "https-only-" + ns}
+		httpsOnly.Spec.AllowHTTPEndpoint = false
+		g.Expect(k.Create(ctx, httpsOnly)).To(Succeed())
+		t.Cleanup(func() { _ = k.Delete(context.Background(), httpsOnly) })
+		b := ourBackup(ns, "nightly", "nightly-https-only")
+		b.Spec.StrategyRef.Name = httpsOnly.Name
+		g.Expect(k.Create(ctx, b)).To(Succeed())
+		old := getCluster(g, ns)
+		g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", ""))).To(Succeed())
+
+		rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseFailed)
+		g.Expect(readyReason(rj)).To(Equal(string(backupsv1alpha1.ReasonEndpointRefused)), rj.Status.Message)
+		g.Expect(rj.Status.Message).To(ContainSubstring("allowHTTPEndpoint"))
+		g.Expect(getCluster(g, ns).GetUID()).To(Equal(old.GetUID()))
+		var jobs batchv1.JobList
+		g.Expect(k.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{backupsv1alpha1.StagingLabel: string(rj.UID)})).To(Succeed())
+		g.Expect(jobs.Items).To(BeEmpty(), "a staging Job was made")
+	})
 }

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
@@ -16,6 +17,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
@@ -67,8 +69,11 @@ type observation struct {
 	// credsUnread: the credentials are to be checked before the claim
 	// (readCredentials reads them once the view is caught up).
 	credsUnread bool
+	// httpAllowed: the Backup's Etcd strategy allows a plain-http
+	// endpoint (the staging Job is told so).
+	httpAllowed bool
 	// endpointErr is why the endpoint policy refuses the source's
-	// endpoint (the scheme was judged when it was rendered).
+	// endpoint: its address, or plain http its strategy does not allow.
 	endpointErr error
 
 	// app is the application restored: the capture's once it exists, else
@@ -232,7 +237,10 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 	o.app = b.Spec.ApplicationRef.Name
 	o.source, o.sourceErr = artifact.Resolve(b)
 	if o.sourceErr == nil {
-		o.endpointErr = r.Policy.CheckURL(o.source.Endpoint, true)
+		if o.httpAllowed, err = r.strategyAllowsHTTP(ctx, b, o.source.Endpoint); err != nil {
+			return err
+		}
+		o.endpointErr = r.Policy.CheckURL(o.source.Endpoint, o.httpAllowed)
 	}
 	if o.verdict, err = provenance.Verify(ctx, r.Keys, b); err != nil {
 		return err
@@ -250,6 +258,23 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 	// up); the artifact check reads them again.
 	o.credsUnread = o.job.Status.StartedAt == nil && !o.holder.HeldBy(o.job)
 	return nil
+}
+
+// strategyAllowsHTTP reports whether a plain-http endpoint may be used
+// for b: only when the Etcd strategy b names allows it
+// (spec.allowHTTPEndpoint), as when the destination was rendered. The
+// strategy is read (from the cache) only for an http endpoint; one that
+// does not exist allows nothing.
+func (r *Reconciler) strategyAllowsHTTP(ctx context.Context, b *backupsv1alpha1.Backup, endpoint string) (bool, error) {
+	if !strings.HasPrefix(strings.ToLower(endpoint), "http://") || !isEtcdStrategy(b) {
+		return false, nil
+	}
+	s := &strategyv1alpha1.Etcd{}
+	found, err := r.get(ctx, client.ObjectKey{Name: b.Spec.StrategyRef.Name}, s)
+	if err != nil || !found {
+		return false, err
+	}
+	return s.Spec.AllowHTTPEndpoint, nil
 }
 
 // holderGone reports whether the claim's holder is gone (claim.HolderGone,

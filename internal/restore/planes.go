@@ -210,9 +210,11 @@ func (r *Reconciler) liftFence(ctx context.Context, o *observation) error {
 // observePlanes finds the Kamaji control planes storing in the target
 // etcd (and any this job fenced), and, once the outcome is decided, the
 // Pods of those it fenced (read from the API server: Pods are not cached).
-// No Kamaji installed means no control planes.
+// No Kamaji installed means no control planes, known from the CRDs the
+// Schema follows without a request (the client would ask the API
+// server's discovery again at each lookup of a kind it does not know).
 func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
-	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) || !r.kamajiInstalled(ctx) {
 		return nil
 	}
 	planes, err := cpfence.Find(ctx, r.Reader, &r.sharing, r.LiveReader, o.job.Namespace, o.job.UID)

@@ -57,8 +57,9 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	// unverified), and unsupportedTarget pins it to the one application
 	// that owns the cluster; clusterPreflight checks that the cluster is
 	// in fact managed by it (ApplicationMismatch).
-	// The scheme was checked when the destination was rendered; the
-	// address is checked here and again on every connection.
+	// Plain http only where the Backup's Etcd strategy allows it, as when
+	// the destination was rendered; the address is checked here and again
+	// on every connection.
 	if o.endpointErr != nil {
 		return backupsv1alpha1.ReasonEndpointRefused, "the Backup's S3 endpoint is refused: " + o.endpointErr.Error()
 	}

@@ -210,14 +210,25 @@ func safetyLabels(rj *backupsv1alpha1.RestoreJob, app string) map[string]string 
 	}
 }
 
+// deletedUncommitted: the job was deleted before it destroyed anything,
+// so its safety snapshot is nobody's way back.
+func deletedUncommitted(o *observation) bool {
+	return !o.job.DeletionTimestamp.IsZero() && !committed(o)
+}
+
 // abandonSafetySnapshot deletes the safety snapshot nobody completes (its
-// bound passed). The deletion is conditional on the snapshot being the
-// one observed, still unfinished: one that completed meanwhile is recorded
+// bound passed) or nobody needs (the job was deleted before it destroyed
+// anything). The deletion is conditional on the snapshot being the one
+// observed, still unfinished: one that completed meanwhile is recorded
 // instead, at the next step.
 func (r *Reconciler) abandonSafetySnapshot(ctx context.Context, o *observation) error {
 	s := o.snapshot
+	why := fmt.Sprintf("no outcome within %s (is the etcd-operator running?)", safetySnapshotBound)
+	if deletedUncommitted(o) && !safetyAbandoned(o) {
+		why = "the RestoreJob was deleted before it changed anything, so the snapshot is not needed"
+	}
 	r.event(o, backupsv1alpha1.ReasonSafetySnapshotFailed, fmt.Sprintf(
-		"deleting safety EtcdSnapshot %s/%s: no outcome within %s (is the etcd-operator running?)", s.Namespace, s.Name, safetySnapshotBound), true)
+		"deleting safety EtcdSnapshot %s/%s: %s", s.Namespace, s.Name, why), true)
 	err := r.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID, ResourceVersion: &s.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete abandoned safety EtcdSnapshot %s/%s: %w", s.Namespace, s.Name, err)

@@ -55,3 +55,42 @@ func TestSafetySnapshotNobodyFinishesIsBounded(t *testing.T) {
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the abandoned safety snapshot is still there: %v", err)
 	g.Expect(eventReasons(ns)).To(ContainElement(string(backupsv1alpha1.ReasonSafetySnapshotFailed)))
 }
+
+// A RestoreJob deleted while its safety snapshot has no outcome (the
+// etcd-operator is down) has destroyed nothing: the snapshot is abandoned
+// at once (deleted, so it cannot land later as an object no Backup
+// records), the claim is released and the job goes, instead of holding
+// the cluster's claim, and so the tenant's backups, for the snapshot's
+// 35-minute bound.
+func TestDeletedRestoreAbandonsItsSafetySnapshotAtOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	deployApp(t, ns, appOpts{})
+	op := startOperator(t, ns)
+	op.Set(func(op *testenv.Operator) { op.StallSnapshots = true })
+	before := getCluster(g, ns)
+
+	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
+	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonSafetySnapshotRunning)
+	snap := &etcdv1alpha2.EtcdSnapshot{}
+	g.Eventually(func() etcdv1alpha2.SnapshotPhase {
+		_ = k.Get(ctx, keyOf(ns, safetyName(rj)), snap)
+		return snap.Status.Phase
+	}).WithTimeout(30 * time.Second).Should(Equal(etcdv1alpha2.SnapshotPhaseStarted))
+	g.Expect(claimHolder(g, ns)).NotTo(BeNil())
+
+	g.Expect(k.Delete(ctx, rj)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k.Get(ctx, client.ObjectKeyFromObject(rj), &backupsv1alpha1.RestoreJob{}))
+	}).WithTimeout(20*time.Second).Should(BeTrue(), "the deleted RestoreJob waits for its safety snapshot")
+	g.Expect(claimHolder(g, ns)).To(BeNil(), "the claim outlived the deleted RestoreJob")
+	err := k.Get(ctx, client.ObjectKeyFromObject(snap), &etcdv1alpha2.EtcdSnapshot{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the abandoned safety snapshot is still there: %v", err)
+	g.Expect(getCluster(g, ns).GetUID()).To(Equal(before.GetUID()), "the live cluster was touched")
+	g.Expect(getHR(g, ns).Spec.Suspend).To(BeFalse())
+	var safety backupsv1alpha1.BackupList
+	g.Expect(k.List(ctx, &safety, client.InNamespace(ns), client.HasLabels{backupsv1alpha1.SafetyBackupLabel})).To(Succeed())
+	g.Expect(safety.Items).To(BeEmpty(), "a safety Backup was recorded for a restore that was abandoned")
+}

@@ -3,6 +3,7 @@ package restore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -29,6 +31,7 @@ import (
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // Field indexes on RestoreJobs, to map an event to the jobs it concerns.
@@ -91,22 +94,77 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return err
 	}
 	if planes {
-		b = b.Watches(&kamajiv1alpha1.TenantControlPlane{}, handler.EnqueueRequestsFromMapFunc(r.jobsAnnotated(c, backupsv1alpha1.FencedByAnnotation)))
-		// The DataStores the fence reads start with the caches, not at
-		// the first restore (which would wait for them to list). Without
-		// the kind (a partial install) the fence's read says so at that
-		// restore, as before; the driver still starts.
-		stores, err := kamajiServes(mgr, "DataStore")
-		if err != nil {
+		b = b.Watches(&kamajiv1alpha1.TenantControlPlane{}, r.fencedPlanes(c))
+		if err := startDataStores(ctx, mgr); err != nil {
 			return err
 		}
-		if stores {
-			if _, err := mgr.GetCache().GetInformer(ctx, &kamajiv1alpha1.DataStore{}, cache.BlockUntilSynced(false)); err != nil {
-				return fmt.Errorf("start Kamaji's DataStore informer: %w", err)
-			}
+	}
+	ctl, err := b.Build(r)
+	if err != nil {
+		return err
+	}
+	if planes || r.Schema == nil {
+		return nil
+	}
+	// Kamaji installed later: watch its control planes from then on.
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !r.awaitKamaji(ctx) {
+			return nil
+		}
+		if err := ctl.Watch(source.Kind(mgr.GetCache(), client.Object(&kamajiv1alpha1.TenantControlPlane{}), r.fencedPlanes(c))); err != nil {
+			return fmt.Errorf("watch Kamaji's TenantControlPlanes: %w", err)
+		}
+		return startDataStores(ctx, mgr)
+	}))
+}
+
+// fencedPlanes: a control plane fenced by a RestoreJob wakes it.
+func (r *Reconciler) fencedPlanes(c client.Reader) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(r.jobsAnnotated(c, backupsv1alpha1.FencedByAnnotation))
+}
+
+// startDataStores starts the DataStores' informer with the caches, not at
+// the first restore (which would wait for them to list). Without the kind
+// (a partial install) the fence's read says so at that restore; the driver
+// still starts.
+func startDataStores(ctx context.Context, mgr ctrl.Manager) error {
+	stores, err := kamajiServes(mgr, "DataStore")
+	if err != nil || !stores {
+		return err
+	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &kamajiv1alpha1.DataStore{}, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("start Kamaji's DataStore informer: %w", err)
+	}
+	return nil
+}
+
+// kamajiInstalled: Kamaji's CRDs are installed (as the Schema follows
+// them), so its control planes are looked for. Without a Schema (tests)
+// the lookup itself tells.
+func (r *Reconciler) kamajiInstalled(ctx context.Context) bool {
+	if r.Schema == nil {
+		return true
+	}
+	v := kamajiv1alpha1.GroupVersion.Version
+	return r.Schema.Installed(ctx, servedschema.TenantControlPlaneCRD, v) && r.Schema.Installed(ctx, servedschema.DataStoreCRD, v)
+}
+
+// awaitKamaji returns true once Kamaji's CRDs are installed, false when
+// ctx ends first. It follows the Schema's watches (and looks again every
+// few minutes, should they be broken).
+func (r *Reconciler) awaitKamaji(ctx context.Context) bool {
+	for {
+		changed := r.Schema.Changed()
+		if r.kamajiInstalled(ctx) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+		case <-time.After(kamajiRecheck):
 		}
 	}
-	return b.Complete(r)
 }
 
 // setupReads makes the live-revision reads asynchronous: each runs on a
@@ -126,6 +184,9 @@ func (r *Reconciler) setupReads(mgr ctrl.Manager) {
 		r.reads.Read = r.Revisions.Revision
 	}
 }
+
+// kamajiRecheck is how often awaitKamaji looks again without a change.
+const kamajiRecheck = 5 * time.Minute
 
 // StagingJobSelector selects the restores' staging Jobs; the manager
 // restricts its Job cache to them.

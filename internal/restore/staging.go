@@ -180,7 +180,7 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 	s := stagingjob.Spec{
 		JobName: job, ClaimName: claim, Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
 		Restore: stagingObject(o.capture.source), LiveRevision: live,
-		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: true, CAPEM: r.S3CAPEM,
+		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: o.httpAllowed, CAPEM: r.S3CAPEM,
 	}
 	if rb := o.capture.rollback; rb != nil {
 		obj := stagingObject(*rb)
@@ -313,15 +313,39 @@ func settles(o *observation) bool {
 }
 
 // settleStaging hands the staging claim to the cluster that boots from it
-// (so it lives exactly as long as that cluster) or deletes it, and stops
-// a Job that is still running. A finished Job stays for its Pods' logs
-// until its TTL (stagingjob.TTLAfterFinished): nothing reads it once the
-// claim is settled.
+// (so it lives exactly as long as that cluster) or deletes it, and deletes
+// the staging Job with its Pods unless the claim lives on with a finished
+// Job: a finished Pod still names the claim, and PVC protection would keep
+// a deleted claim Terminating for the Job's TTL (a day). The report the
+// Job left is in the RestoreJob's status by then. A finished Job whose
+// claim seeds the cluster stays for its Pods' logs until its TTL
+// (stagingjob.TTLAfterFinished).
 func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
-	_, name := stagingNames(o)
-	if done, err := r.handMadeClaim(ctx, o); err != nil || done {
+	done, err := r.handMadeClaim(ctx, o)
+	if err != nil {
 		return err
 	}
+	if !done {
+		if err := r.settleReadClaim(ctx, o); err != nil {
+			return err
+		}
+	}
+	j := o.staging
+	if j == nil || !j.DeletionTimestamp.IsZero() || (usesStaging(o) && stagingDone(o)) {
+		return nil
+	}
+	err = r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("delete staging Job %s/%s: %w", j.Namespace, j.Name, err)
+	}
+	return nil
+}
+
+// settleReadClaim settles the staging claim after reading it: handed to
+// the cluster that boots from it, deleted when this restore's and unused,
+// left alone when it is not this restore's.
+func (r *Reconciler) settleReadClaim(ctx context.Context, o *observation) error {
+	_, name := stagingNames(o)
 	pvc := &corev1.PersistentVolumeClaim{}
 	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, pvc)
 	switch {
@@ -331,19 +355,11 @@ func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
 	case pvc.Labels[backupsv1alpha1.StagingLabel] != string(o.job.UID):
 		// Not ours: left alone.
 	case usesStaging(o):
-		if err := r.ownClaimByCluster(ctx, o, pvc); err != nil {
-			return err
-		}
+		return r.ownClaimByCluster(ctx, o, pvc)
 	default:
 		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
 		}
-	}
-	if stagingDone(o) || !o.staging.DeletionTimestamp.IsZero() {
-		return nil
-	}
-	if err := r.Client.Delete(ctx, o.staging, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete staging Job %s/%s: %w", o.staging.Namespace, o.staging.Name, err)
 	}
 	return nil
 }

@@ -87,8 +87,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// protected are the Backups unfinished RestoreJobs of ns name (by name),
-// and those jobs' UIDs (as "uid:<uid>", for their own safety Backups).
+// protected are the Backups that RestoreJobs of ns still pin name (by
+// name), and those jobs' UIDs (as "uid:<uid>", for their own safety
+// Backups): unfinished jobs, jobs being deleted, and failed ones that left
+// the cluster deleted (RestoreJob.PinsBackups) until a person deletes them.
 func (r *Reconciler) protected(ctx context.Context, ns string) (map[string]bool, error) {
 	var jobs backupsv1alpha1.RestoreJobList
 	if err := r.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
@@ -96,7 +98,7 @@ func (r *Reconciler) protected(ctx context.Context, ns string) (map[string]bool,
 	}
 	p := map[string]bool{}
 	for _, rj := range jobs.Items {
-		if rj.Status.Phase.IsTerminal() && rj.DeletionTimestamp == nil {
+		if !rj.PinsBackups() && rj.DeletionTimestamp == nil {
 			continue
 		}
 		p[rj.Spec.BackupRef.Name] = true

@@ -109,3 +109,92 @@ func TestSafetyBackupsHaveARetention(t *testing.T) {
 	}).WithTimeout(20*time.Second).Should(Equal([]bool{false, true, false, true, true, true}),
 		"want the newest three and the one RestoreJob %s reads", reading.Name)
 }
+
+// endRestore gives rj the status the driver writes when it ends Failed
+// with the given Ready reason and conditions.
+func endRestore(g Gomega, rj *backupsv1alpha1.RestoreJob, reason backupsv1alpha1.RestoreReason, conds ...metav1.Condition) {
+	now := metav1.Now()
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseFailed
+	rj.Status.Conditions = append([]metav1.Condition{{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: string(reason), Message: "m", LastTransitionTime: now}}, conds...)
+	for i := range rj.Status.Conditions {
+		rj.Status.Conditions[i].LastTransitionTime = now
+	}
+	g.Expect(env.Client.Status().Update(context.Background(), rj)).To(Succeed())
+}
+
+// A restore that failed after it deleted the cluster, without putting it
+// back (HelmReleaseKeptSuspended: the data may now live only in its
+// safety Backup), keeps that safety Backup out of the retention until a
+// person ends it by deleting the RestoreJob. A restore that was refused
+// before anything changed, or that rolled back, holds nothing.
+func TestFailedRestoreNeedingAHandKeepsItsSafetyBackup(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "safety-kept-"}}
+	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
+	keys := &provenance.Keyring{Reader: env.Client, Writer: env.Client, Namespace: testenv.DriverNamespace, Name: provenance.DefaultSecretName}
+	g.Expect(keys.Ensure(ctx)).To(Succeed())
+
+	job := func(name string) *backupsv1alpha1.RestoreJob {
+		rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: name},
+			Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "nightly"}}}
+		g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
+		return rj
+	}
+	purged := metav1.Condition{Type: backupsv1alpha1.RestoreConditionPurged, Status: metav1.ConditionTrue,
+		Reason: string(backupsv1alpha1.ReasonClusterPurged), Message: "m"}
+	broken, rolledBack, refused := job("broken"), job("rolled-back"), job("refused")
+	endRestore(g, broken, backupsv1alpha1.ReasonBootstrapFailed, purged, metav1.Condition{
+		Type: backupsv1alpha1.RestoreConditionHelmReleaseReconciled, Status: metav1.ConditionFalse,
+		Reason: string(backupsv1alpha1.ReasonHelmReleaseKeptSuspended), Message: "m"})
+	endRestore(g, rolledBack, backupsv1alpha1.ReasonBootstrapFailed, purged, metav1.Condition{
+		Type: backupsv1alpha1.RestoreConditionRollback, Status: metav1.ConditionTrue,
+		Reason: string(backupsv1alpha1.ReasonBootstrapFailed), Message: "m"})
+	endRestore(g, refused, backupsv1alpha1.ReasonStagingRefused)
+
+	t0 := time.Now().Add(-10 * time.Hour).Truncate(time.Second)
+	var all []*backupsv1alpha1.Backup
+	for i, rj := range []*backupsv1alpha1.RestoreJob{broken, rolledBack, refused} {
+		all = append(all, safetyBackup(g, keys, ns.Name, rj.Name, rj.UID, t0.Add(time.Duration(i)*time.Hour)))
+	}
+	for i := range 3 {
+		all = append(all, safetyBackup(g, keys, ns.Name, fmt.Sprintf("later-%d", i), types.UID(fmt.Sprintf("later-%d", i)), t0.Add(time.Duration(5+i)*time.Hour)))
+	}
+
+	o := manager.DefaultOptions()
+	o.MetricsAddr, o.ProbeAddr = "0", "0"
+	o.SkipControllerNameValidation = true
+	o.DisabledControllers = []string{"restore"}
+	mgr, err := manager.New(env.Config, o)
+	g.Expect(err).NotTo(HaveOccurred())
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	exists := func(b *backupsv1alpha1.Backup) bool {
+		var got backupsv1alpha1.Backup
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(b), &got)
+		if apierrors.IsNotFound(err) {
+			return false
+		}
+		g.Expect(err).NotTo(HaveOccurred())
+		return got.DeletionTimestamp == nil
+	}
+	state := func() []bool {
+		var out []bool
+		for _, b := range all {
+			out = append(out, exists(b))
+		}
+		return out
+	}
+	g.Eventually(state).WithTimeout(20*time.Second).Should(Equal([]bool{true, false, false, true, true, true}),
+		"want the newest three and the safety Backup of %s, which failed after deleting the cluster", broken.Name)
+	g.Consistently(state).WithTimeout(2 * time.Second).Should(Equal([]bool{true, false, false, true, true, true}))
+
+	// The person who recovered the application ends the restore.
+	g.Expect(env.Client.Delete(ctx, broken)).To(Succeed())
+	g.Eventually(state).WithTimeout(20*time.Second).Should(Equal([]bool{false, false, false, true, true, true}),
+		"the ended restore's safety Backup is an ordinary one again")
+}

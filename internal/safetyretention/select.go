@@ -4,8 +4,10 @@
 // restore, each with its EtcdSnapshot). Per namespace and application the
 // newest DefaultKeep verified safety Backups are kept, plus every Backup an
 // unfinished RestoreJob names (the one it restores from, and its own safety
-// Backup, its way back); the rest are deleted, and the driver's Backup
-// cleanup then runs as for any deleted Backup.
+// Backup, its way back), and those of a RestoreJob that failed after it
+// deleted the cluster, until a person deletes that RestoreJob; the rest
+// are deleted, and the driver's Backup cleanup then runs as for any
+// deleted Backup.
 //
 // Only Backups that carry the safety label and that the driver signed are
 // considered: the label alone is tenant-writable, and a Backup the driver

@@ -12,7 +12,9 @@
 // for the driver's restore staging Pods, which runs bin/etcd-stage, and a
 // stand-in for Kamaji that runs a real kube-apiserver per
 // TenantControlPlane on its tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
-// `make demo` and test/e2e all start it through Start.
+// `make demo` and test/e2e all start it through Start. In container mode
+// (Options.Image, `make demo IMAGE=1`) the driver and the staging Pods run
+// from the driver's image with podman instead (internal/sandbox/container).
 package sandbox
 
 import (
@@ -35,6 +37,7 @@ import (
 
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdmember"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
@@ -68,6 +71,16 @@ type Options struct {
 	// the staging image's /etcd-stage; empty means bin/etcd-stage
 	// (`make stage-bin`).
 	StageBinary string
+	// Image is container mode: the driver runs from the image `make
+	// image` built (bin/image/image.env), with podman, as the chart's
+	// Deployment runs it (DriverPod: read-only root filesystem, user
+	// 65532, the chart's arguments), and the kubelet stand-in runs the
+	// staging Pods from the same image with their security context and
+	// their claims bind-mounted (internal/sandbox/container). Of Driver's
+	// adjustments only the deadlines reach it (they are chart values).
+	// Start fails, saying what to install or build, without podman or
+	// the image.
+	Image bool
 	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
 	// then get no kube-apiserver. By default every TenantControlPlane a
 	// test or script creates (kamajistandin.CreateControlPlane) gets one;
@@ -117,6 +130,11 @@ type Sandbox struct {
 	MinIO *testenv.MinIO
 	// S3Credentials are the keys S3 accepts (MinIO's root credential).
 	S3Credentials s3server.Credentials
+	// PlatformCredentials are the keys a strategy's platform credential
+	// holds: S3Credentials on the embedded server; on MinIO a user with
+	// the least-privilege policy the docs give a brokered strategy's
+	// platform credential (testenv.PlatformPolicyFile), not root.
+	PlatformCredentials s3server.Credentials
 	// Fleet knows the running etcd members.
 	Fleet *operator.Fleet
 	// Snapshots reports what the stand-in's snapshot agents moved.
@@ -134,9 +152,18 @@ type Sandbox struct {
 	// Volumes are the folders standing for the claims Pods mount
 	// (<Dir>/volumes/<namespace>/<claim>).
 	Volumes *operator.Volumes
+	// Containers runs the driver's image; nil unless Options.Image.
+	Containers *container.Runtime
+	// DriverContainer is the driver's container (what `podman run` was
+	// given, its name included); nil unless Options.Image.
+	DriverContainer *container.Spec
+	// DriverLog is the driver container's output; empty unless
+	// Options.Image.
+	DriverLog string
 
 	env      *testenv.Env
 	services *etcdservice.Services
+	driver   *driverContainer
 	tempDir  bool
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -192,15 +219,35 @@ func Start(o Options) (_ *Sandbox, err error) {
 		o.Driver(&driverOpts)
 	}
 	s.DriverNamespace = driverOpts.Namespace
-	driver, err := manager.New(s.Config, driverOpts)
-	if err != nil {
-		return s, err
+	hosts := filepath.Join(s.Dir, "driver", "hosts")
+	if o.Image {
+		if s.Containers, err = container.Load(testenv.RepoRoot()); err != nil {
+			return s, err
+		}
+		if err := s.Containers.RemoveOrphans(ctx); err != nil {
+			return s, err
+		}
+		// The driver's container resolves the tenants' client Services
+		// through this file, as through cluster DNS.
+		if err := os.MkdirAll(filepath.Dir(hosts), 0o755); err != nil {
+			return s, err
+		}
+		if err := s.services.PublishHosts(hosts); err != nil {
+			return s, err
+		}
+		s.DriverNamespace = testenv.DriverNamespace
 	}
 	standIns, err := s.standIns(o)
 	if err != nil {
 		return s, err
 	}
-	for name, m := range map[string]ctrl.Manager{"driver": driver, "stand-ins": standIns} {
+	managers := map[string]ctrl.Manager{"stand-ins": standIns}
+	if !o.Image {
+		if managers["driver"], err = manager.New(s.Config, driverOpts); err != nil {
+			return s, err
+		}
+	}
+	for name, m := range managers {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -210,6 +257,12 @@ func Start(o Options) (_ *Sandbox, err error) {
 				s.errsMu.Unlock()
 			}
 		}()
+	}
+	if o.Image {
+		if s.driver, err = s.startDriverContainer(s.Containers, driverOpts, hosts); err != nil {
+			return s, err
+		}
+		s.DriverContainer, s.DriverLog = &s.driver.spec, s.driver.log
 	}
 	return s, nil
 }
@@ -221,13 +274,19 @@ func (s *Sandbox) startS3(kind S3Server, buckets []string) (err error) {
 		if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
 			return err
 		}
-		s.S3URL = s.S3.URL
+		s.S3URL, s.PlatformCredentials = s.S3.URL, s.S3Credentials
 	case S3MinIO:
 		if s.MinIO, err = testenv.StartMinIOWith(testenv.MinIOOptions{Dir: filepath.Join(s.Dir, "minio"),
 			RootUser: s.S3Credentials.AccessKeyID, RootPassword: s.S3Credentials.SecretAccessKey, Buckets: buckets}); err != nil {
 			return err
 		}
 		s.S3URL = s.MinIO.Endpoint
+		id, secret, err := s.MinIO.AddPlatformUser("etcd-backup-platform", DefaultBucket)
+		if err != nil {
+			return err
+		}
+		s.PlatformCredentials = s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
+		return nil
 	default:
 		return fmt.Errorf("sandbox: unknown S3 server %q (%s or %s)", kind, S3Embedded, S3MinIO)
 	}
@@ -263,6 +322,7 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 		VolumesDir:          filepath.Join(s.Dir, "volumes"),
 		PodsDir:             filepath.Join(s.Dir, "pods"),
 		Executables:         map[string]string{StageCommand: stage},
+		Containers:          s.Containers,
 		SnapshotJobDeadline: o.SnapshotJobDeadline,
 	})
 	if err != nil {
@@ -317,6 +377,10 @@ func (s *Sandbox) ControlPlaneConfig(key types.NamespacedName) (*rest.Config, er
 // Stop ends the managers, every tenant kube-apiserver, every etcd member, S3 and the API server, and
 // removes a temporary data folder. It is safe on a partly started sandbox.
 func (s *Sandbox) Stop() error {
+	var driverErr error
+	if s.driver != nil {
+		driverErr = s.driver.stop()
+	}
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -331,7 +395,7 @@ func (s *Sandbox) Stop() error {
 	if s.Fleet != nil {
 		s.Fleet.StopAll()
 	}
-	errs := append([]error(nil), s.errs...)
+	errs := append([]error{driverErr}, s.errs...)
 	if s.S3 != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		errs = append(errs, s.S3.Stop(ctx))

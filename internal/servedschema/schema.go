@@ -1,6 +1,7 @@
 // Package servedschema tells which of the driver's optional API fields the
-// installed CRDs serve. The driver's CRDs are a superset of Cozystack's:
-// on a cluster that runs Cozystack's own backups.cozystack.io and
+// installed CRDs serve, and whether the optional kinds it works with
+// (Kamaji's) are installed at all. The driver's CRDs are a superset of
+// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io and
 // strategy.backups.cozystack.io CRDs, fields such as a Plan's retention or a
 // strategy's deletionPolicy are pruned on write, so the driver never sees
 // them. Controllers ask here, and say so (a condition, an Event) instead of
@@ -10,6 +11,7 @@ package servedschema
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +29,14 @@ const (
 	RestoreJobCRD = "restorejobs.backups.cozystack.io"
 )
 
+// Kamaji's CRDs: optional kinds. Without them there is no control plane to
+// fence; a restore asks Installed instead of the API server's discovery,
+// which the client asks again at every lookup of a kind it does not know.
+const (
+	TenantControlPlaneCRD = "tenantcontrolplanes.kamaji.clastix.io"
+	DataStoreCRD          = "datastores.kamaji.clastix.io"
+)
+
 // Optional lists, per CRD, the driver's own fields (dotted paths in the
 // schema) that Cozystack's CRDs lack.
 var Optional = map[string][]string{
@@ -41,7 +51,7 @@ var Optional = map[string][]string{
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
@@ -59,34 +69,68 @@ type Schema struct {
 
 	mu   sync.Mutex
 	read map[string]readCRD
+	// changed is closed (and replaced) whenever a watch changes an answer.
+	changed chan struct{}
 }
 
 type readCRD struct {
-	missing []string
-	at      time.Time
+	answer
+	at time.Time
 	// watched: a watch keeps this answer current (it does not go stale).
 	watched bool
+}
+
+// answer is what the driver keeps of one CRD.
+type answer struct {
+	// missing are the optional fields it lacks.
+	missing []string
+	// served are the versions it serves (none: not installed).
+	served []string
 }
 
 // Missing returns the optional fields crd does not serve (nil when it
 // serves them all, or when the CRD cannot be read: the driver then assumes
 // its own schema).
 func (s *Schema) Missing(ctx context.Context, crd string) []string {
+	return s.answerFor(ctx, crd).missing
+}
+
+// Installed reports whether crd is installed and serves version; a CRD
+// that cannot be read counts as its last answer (not installed when there
+// was none).
+func (s *Schema) Installed(ctx context.Context, crd, version string) bool {
+	return slices.Contains(s.answerFor(ctx, crd).served, version)
+}
+
+// Changed returns a channel closed at the next change a watch brings:
+// wait on it to follow an answer without asking again. Take the channel
+// before reading the answer, so a change in between is not missed.
+func (s *Schema) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// answerFor is crd's answer: watched, read within refresh, or read now.
+func (s *Schema) answerFor(ctx context.Context, crd string) answer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.read[crd]; ok && (r.watched || time.Since(r.at) <= refresh) {
-		return r.missing
+		return r.answer
 	}
-	missing, err := s.readOne(ctx, crd)
+	a, err := s.readOne(ctx, crd)
 	if err != nil {
 		// Unreadable: the last answer stands (or the driver's own schema).
-		return s.read[crd].missing
+		return s.read[crd].answer
 	}
 	if s.read == nil {
 		s.read = map[string]readCRD{}
 	}
-	s.read[crd] = readCRD{missing: missing, at: time.Now()}
-	return missing
+	s.read[crd] = readCRD{answer: a, at: time.Now()}
+	return a
 }
 
 // Serves reports whether crd serves field.
@@ -99,18 +143,54 @@ func (s *Schema) Serves(ctx context.Context, crd, field string) bool {
 	return true
 }
 
-// readOne reads crd and lists what it lacks; a CRD that is not installed
-// lacks nothing the driver could use.
-func (s *Schema) readOne(ctx context.Context, name string) ([]string, error) {
+// readOne reads crd and lists what it lacks and serves; a CRD that is not
+// installed lacks nothing the driver could use and serves nothing.
+func (s *Schema) readOne(ctx context.Context, name string) (answer, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
 	if err := s.Reader.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, nil
+			return answer{}, nil
 		}
-		return nil, fmt.Errorf("read CRD %s: %w", name, err)
+		return answer{}, fmt.Errorf("read CRD %s: %w", name, err)
 	}
-	return missingOf(name, crd), nil
+	return answerOf(name, crd), nil
+}
+
+// answerOf is what the driver keeps of crd (nil: not installed).
+func answerOf(name string, crd *unstructured.Unstructured) answer {
+	return answer{missing: missingOf(name, crd), served: servedVersions(crd)}
+}
+
+// servedVersions are the versions crd (nil: not installed) serves, once
+// the API server has established it.
+func servedVersions(crd *unstructured.Unstructured) []string {
+	if crd == nil || !established(crd) {
+		return nil
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var out []string
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		if served, _ := vm["served"].(bool); served {
+			if name, _ := vm["name"].(string); name != "" {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
+}
+
+// established: the API server serves crd's resources.
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		cm, _ := c.(map[string]any)
+		if cm["type"] == "Established" && cm["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 // missingOf lists what crd (nil: not installed) lacks of name's optional

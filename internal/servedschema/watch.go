@@ -44,7 +44,7 @@ func (s *Schema) Start(ctx context.Context) error {
 func (s *Schema) NeedLeaderElection() bool { return false }
 
 // checked are the CRDs Start watches.
-var checked = []string{PlanCRD, StrategyCRD, RestoreJobCRD}
+var checked = []string{PlanCRD, StrategyCRD, RestoreJobCRD, TenantControlPlaneCRD, DataStoreCRD}
 
 // A broken watch lists again after watchRetry, doubled at each failure
 // in a row up to refresh (when a lazy read would be made anyway).
@@ -95,7 +95,7 @@ func (s *Schema) list(ctx context.Context, name string) (string, error) {
 	if len(list.Items) > 0 {
 		crd = &list.Items[0]
 	}
-	s.watched(name, missingOf(name, crd))
+	s.watched(name, answerOf(name, crd))
 	return list.GetResourceVersion(), nil
 }
 
@@ -132,9 +132,9 @@ func (s *Schema) watchFrom(ctx context.Context, name, rv string) (string, error)
 			rv = crd.GetResourceVersion()
 			switch ev.Type {
 			case watch.Added, watch.Modified:
-				s.watched(name, missingOf(name, crd))
+				s.watched(name, answerOf(name, crd))
 			case watch.Deleted:
-				s.watched(name, nil)
+				s.watched(name, answer{})
 			}
 		}
 	}
@@ -151,13 +151,18 @@ func byName(name string) *client.ListOptions {
 }
 
 // watched records what a watch says of name: current until it breaks.
-func (s *Schema) watched(name string, missing []string) {
+// Whoever waits on Changed is told.
+func (s *Schema) watched(name string, a answer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.read == nil {
 		s.read = map[string]readCRD{}
 	}
-	s.read[name] = readCRD{missing: missing, at: time.Now(), watched: true}
+	s.read[name] = readCRD{answer: a, at: time.Now(), watched: true}
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
 }
 
 // unwatched: the answer for name stands, and is read again once stale.

@@ -123,7 +123,7 @@ func TestParseReport(t *testing.T) {
 }
 
 // Main against a real S3 server: stages the object, writes the report and
-// exits 0; refuses a missing object with exit 2; retries wrong keys.
+// exits 0; refuses a missing object with ExitRefused; retries wrong keys.
 func TestMainAgainstS3(t *testing.T) {
 	creds := s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "sk-0123456789"}
 	srv, err := s3server.Start(t.TempDir(), creds, "bkt")

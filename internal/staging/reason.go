@@ -43,11 +43,16 @@ const (
 )
 
 // Exit codes of etcd-stage. The driver's Job podFailurePolicy fails the
-// Job at once on ExitRefused and lets its backoff retry ExitRetryable.
+// Job at once on ExitRefused and lets its backoff retry everything else.
+// ExitRefused is a code nothing but a refusal produces: a Go panic or
+// runtime fatal error exits 2, a kill 128+signal (137 for an OOM kill),
+// a command that cannot start 126–128; 65 is sysexits' EX_DATAERR ("the
+// input data was incorrect"), which neither Go, the container runtime
+// nor the kubelet uses.
 const (
 	ExitStaged    = 0
 	ExitRetryable = 1
-	ExitRefused   = 2
+	ExitRefused   = 65
 )
 
 // Classify maps an error of Stage or Main to its Reason and whether a

@@ -2,10 +2,12 @@ package staging
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
@@ -56,6 +58,9 @@ type edit struct {
 	target           int64
 }
 
+// openTimeout bounds the wait for the database file's lock.
+var openTimeout = 10 * time.Second
+
 // bumpRevision opens the bolt database at path and makes the edit etcdutl's
 // `snapshot restore --bump-revision --mark-compacted` makes
 // (etcdutl/snapshot/v3_snapshot.go, modifyLatestRevision): it writes an
@@ -63,10 +68,16 @@ type edit struct {
 // the keyspace's latest, and schedules a compaction at target in bucket
 // "meta", which etcd finishes when it boots; every revision up to target
 // then answers ErrCompacted.
+//
+// The snapshot's revision is the larger of its newest key and its
+// compaction marks: etcd's own restore starts there too (a compaction at
+// a head of deletions removes the tombstones, leaving the mark above every
+// key). Errors are sorted by cause (databaseError): what is wrong with the
+// bytes is ErrCorrupt, what went wrong on this machine is local.
 func bumpRevision(path string, p Plan) (edit, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 10 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
 	if err != nil {
-		return edit{}, fmt.Errorf("%w: open the snapshot's database: %w", s3object.ErrCorrupt, err)
+		return edit{}, databaseError("open the snapshot's database", err)
 	}
 	var e edit
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -82,28 +93,30 @@ func bumpRevision(path string, p Plan) (edit, error) {
 		} else if e.snapshotRevision, err = parseRevisionKey(last); err != nil {
 			return err
 		}
-		if e.target, err = p.Target(e.snapshotRevision); err != nil {
-			return err
-		}
 		for _, mark := range [][]byte{scheduledCompactID, finishedCompactID} {
 			if v := meta.Get(mark); v != nil {
 				rev, err := parseRevisionKey(v)
 				if err != nil {
 					return fmt.Errorf("%s: %w", mark, err)
 				}
-				if rev > e.snapshotRevision {
-					return fmt.Errorf("%w: %s %d is above the latest revision %d", s3object.ErrCorrupt, mark, rev, e.snapshotRevision)
-				}
+				e.snapshotRevision = max(e.snapshotRevision, rev)
 			}
 		}
+		if e.target, err = p.Target(e.snapshotRevision); err != nil {
+			return err
+		}
 		if err := keys.Put(revisionKey(e.target, 0), []byte{}); err != nil {
-			return fmt.Errorf("write the revision record: %w", err)
+			return databaseError("write the revision record", err)
 		}
 		if err := meta.Put(scheduledCompactID, revisionKey(e.target, 0)); err != nil {
-			return fmt.Errorf("write the compaction mark: %w", err)
+			return databaseError("write the compaction mark", err)
 		}
 		return nil
 	})
+	if err != nil {
+		// The edit's own refusals, or the commit's write or sync.
+		err = databaseError("edit the snapshot's database", err)
+	}
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = localError{fmt.Errorf("close the staged database: %w", cerr)}
 	}
@@ -111,4 +124,23 @@ func bumpRevision(path string, p Plan) (edit, error) {
 		return edit{}, err
 	}
 	return e, nil
+}
+
+// databaseError sorts an error of the bolt database by cause. The bytes
+// are exactly the recorded ones (size, sha256 and etcd's trailer were
+// checked), so only what bolt or the edit finds wrong in them is
+// ErrCorrupt, refused for good: invalid meta pages, a version or checksum
+// mismatch, a value where etcd keeps none, or etcd's layout broken. Any
+// other failure — the file's lock, mmap, reads, writes and syncs, a full
+// or read-only volume — is local to this attempt and retried.
+func databaseError(what string, err error) error {
+	var local localError
+	switch {
+	case errors.Is(err, s3object.ErrCorrupt), errors.Is(err, ErrPlan), errors.As(err, &local):
+		return err
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
+		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrIncompatibleValue):
+		return fmt.Errorf("%w: %s: %w", s3object.ErrCorrupt, what, err)
+	}
+	return localError{fmt.Errorf("%s: %w", what, err)}
 }

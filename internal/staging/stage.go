@@ -16,7 +16,9 @@ import (
 
 // Result is what Stage produced.
 type Result struct {
-	// SnapshotRevision is the latest revision in the snapshot as stored.
+	// SnapshotRevision is the revision the snapshot as stored restores
+	// at: its newest key's, or its compaction mark's when that is higher
+	// (a compaction at a head of deletions).
 	SnapshotRevision int64 `json:"snapshotRevision"`
 	// Revision is the latest revision of the staged snapshot: a restore
 	// of it starts there.
@@ -48,13 +50,17 @@ func (e localError) Unwrap() error { return e.err }
 // etcd integrity trailer; raises its revision as p says (see the package
 // doc); appends a fresh trailer; syncs; and renames it to out. Memory use
 // does not grow with the snapshot. On any error out is left untouched and
-// the temporary file is removed.
+// the temporary file is removed; temporary files of earlier attempts that
+// were killed before they could remove theirs are removed first.
 func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Result, error) {
 	if err := checkArgs(size, sha256Hex, out, p); err != nil {
 		return Result{}, err
 	}
 	dir := filepath.Dir(out)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".staging-*")
+	if err := removeLeftovers(dir, tempPrefix(out)); err != nil {
+		return Result{}, err
+	}
+	tmp, err := os.CreateTemp(dir, tempPrefix(out)+"*")
 	if err != nil {
 		return Result{}, localError{fmt.Errorf("create the staging file in %s: %w", dir, err)}
 	}
@@ -103,6 +109,31 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 		Size:              staged.Size,
 		SHA256:            staged.SHA256,
 	}, nil
+}
+
+// tempPrefix is how the temporary files of out are named.
+func tempPrefix(out string) string { return "." + filepath.Base(out) + ".staging-" }
+
+// removeLeftovers removes the temporary files named prefix* in dir: an
+// attempt killed mid-download (OOM, deadline, a lost node) leaves its
+// file, and a few of them next to a new download fill the claim. Only one
+// attempt runs at a time (the Job replaces a Pod once it has failed), and
+// one that still wrote to such a file would fail its rename and be
+// retried.
+func removeLeftovers(dir, prefix string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return localError{fmt.Errorf("list %s: %w", dir, err)}
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return localError{fmt.Errorf("remove the leftover %s: %w", e.Name(), err)}
+		}
+	}
+	return nil
 }
 
 func checkArgs(size int64, sha256Hex, out string, p Plan) error {

@@ -12,7 +12,8 @@
 // The Job runs the driver's own image with no service account token, as a
 // non-root user with a read-only root filesystem, bounded CPU and memory,
 // and a podFailurePolicy that ends it at once when the artifact is refused
-// (exit code 2) while network hiccups are retried.
+// (staging.ExitRefused, a code no crash produces) while network hiccups
+// and crashes are retried.
 package stagingjob
 
 import (
@@ -46,9 +47,10 @@ const (
 )
 
 // Exit codes of the staging binary: a refused artifact ends the Job at once
-// (podFailurePolicy); anything else is retried up to BackoffLimit.
+// (podFailurePolicy); anything else, a crash included, is retried up to
+// BackoffLimit.
 const (
-	ExitRefused  = 2
+	ExitRefused  = staging.ExitRefused
 	BackoffLimit = 2
 )
 

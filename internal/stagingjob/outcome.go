@@ -18,7 +18,7 @@ const (
 	Running Outcome = iota
 	// Staged: every file is on the claim.
 	Staged
-	// Refused: the staging binary refused an artifact (exit code 2, the
+	// Refused: the staging binary refused an artifact (ExitRefused, the
 	// podFailurePolicy ended the Job): retrying cannot help.
 	Refused
 	// Failed: the Job gave up otherwise (retries, deadline).

@@ -29,6 +29,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
+	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -69,8 +70,22 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	end := time.Now().Add(2 * time.Hour).Truncate(time.Minute)
 	clk := clocktesting.NewFakeClock(end.Add(-30 * time.Minute))
 
+	// A brokered strategy on a real MinIO whose platform credential has a
+	// key of its own, with no policy: what a tenant holding a stripped key
+	// of an earlier release could have minted.
+	s3, err := testenv.StartMinIO()
+	g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = s3.Stop() }()
+	platformID, platformSecret, err := s3.AddPlatformUser("etcd-backup-platform", "etcd-backups")
+	g.Expect(err).NotTo(HaveOccurred())
+	platformAdmin, err := brokerminio.NewAdmin(s3.Endpoint, platformID, platformSecret, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = platformAdmin.AddServiceAccount(context.Background(), brokerminio.NewServiceAccount{Name: "minted"})
+	g.Expect(err).NotTo(HaveOccurred())
+
 	o := manager.DefaultOptions()
 	o.MetricsAddr, o.ProbeAddr = freeAddr(t), "0"
+	o.AllowedEndpointCIDRs = []string{"127.0.0.1/32"}
 	o.LeaderElect, o.LeaderElectionNamespace = true, "default"
 	o.SkipControllerNameValidation = true
 	o.Clock = clk
@@ -118,15 +133,25 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
 			StringData: map[string]string{"AWS_ACCESS_KEY_ID": "copied-everywhere", "AWS_SECRET_ACCESS_KEY": "copied-secret"}})
 	}
+	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: "platform-s3"},
+		StringData: map[string]string{"AWS_ACCESS_KEY_ID": platformID, "AWS_SECRET_ACCESS_KEY": platformSecret}})
+	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "brokered"}, Spec: strategyv1alpha1.EtcdSpec{
+		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+			Bucket: "etcd-backups", Endpoint: s3.Endpoint, Key: "{{ .Application.metadata.namespace }}/",
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "unused"}}}},
+		AllowHTTPEndpoint: true,
+		CredentialBroker: &strategyv1alpha1.EtcdCredentialBroker{Provider: strategyv1alpha1.CredentialBrokerMinIO,
+			AdminSecretRef: strategyv1alpha1.SecretReference{Name: "platform-s3"}}}})
 
 	url := "http://" + o.MetricsAddr + "/metrics"
 	g.Eventually(func() (float64, error) {
 		s, err := scrapeURL(url)
-		for _, m := range s["etcd_backup_driver_shared_credentials_namespaces"].GetMetric() {
-			return m.GetGauge().GetValue(), err
-		}
-		return 0, err
+		return series(s, "etcd_backup_driver_shared_credentials_namespaces", "strategy", "s3"), err
 	}).WithTimeout(30 * time.Second).Should(Equal(2.0))
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL(url)
+		return series(s, "etcd_backup_driver_credential_broker_platform_keys", "policy", "inherited"), err
+	}).WithTimeout(30 * time.Second).Should(Equal(1.0))
 	// The collector serves every application once the caches have the objects.
 	g.Eventually(func() (int, error) {
 		s, err := scrapeURL(url)
@@ -183,7 +208,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(10))
+	g.Expect(ruleSet).To(HaveLen(11))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -197,6 +222,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdRestoreFailed{reason="MalformedOptions"}`,
 			`EtcdBackupProvenanceKeyLost`,
 			`EtcdBackupSharedCredentials{strategy="s3"}`,
+			`EtcdBackupBrokerPlatformKeys{strategy="brokered"}`,
 		))
 	})
 
@@ -316,6 +342,19 @@ var promParser = parser.NewParser(parser.Options{})
 // over them with Prometheus's rule engine, as a Prometheus server would,
 // `for` included. It returns the alerts firing at end, as
 // name{labels} without the severity label.
+// series is the value of the first series of family name whose label
+// has value, or 0.
+func series(s scrape, name, label, value string) float64 {
+	for _, m := range s[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 func evaluate(t *testing.T, ruleSet []rule, points []point, end time.Time) []string {
 	t.Helper()
 	db := teststorage.New(t)

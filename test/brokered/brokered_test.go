@@ -34,8 +34,10 @@ func noPlatformKey(tn *platform.Tenant) {
 	tn.G.Expect(secrets.Items).NotTo(BeEmpty())
 	for _, s := range secrets.Items {
 		for k, v := range s.Data {
-			tn.G.Expect(strings.Contains(string(v), server.RootPassword) || string(v) == server.RootUser).To(BeFalse(),
-				"Secret %s/%s key %s holds the platform key", tn.NS, s.Name, k)
+			for _, platform := range [][2]string{{server.RootUser, server.RootPassword}, {plat.Creds.AccessKeyID, plat.Creds.SecretAccessKey}} {
+				tn.G.Expect(strings.Contains(string(v), platform[1]) || string(v) == platform[0]).To(BeFalse(),
+					"Secret %s/%s key %s holds the platform key", tn.NS, s.Name, k)
+			}
 		}
 	}
 }

@@ -9,7 +9,11 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
@@ -31,7 +35,14 @@ func TestMain(m *testing.M) {
 		if plat, err = platform.NewBrokered(e.Client, server); err != nil {
 			panic(err)
 		}
-		plat.Start(e.Config, nil)
+		// Secret creates are slowed as on a loaded API server: the window
+		// between a key's issue and the Secret holding it, in which a
+		// sweep once retired the key (and MinIO dropped its policy).
+		plat.Start(e.Config, func(o *manager.Options) {
+			o.WrapClient = func(c client.Client) client.Client {
+				return testenv.SlowSecretCreates{Client: c, Delay: 400 * time.Millisecond}
+			}
+		})
 	})
 	_ = server.Stop()
 	os.Exit(code)

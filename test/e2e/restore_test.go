@@ -11,6 +11,8 @@ import (
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -164,6 +166,22 @@ func TestGarbageOfTheRightSizeIsRefusedBeforeThePurge(t *testing.T) {
 	g.Expect(after.UID).To(Equal(before.UID), "the live cluster was not touched")
 	tn.expectHelmReleaseSuspended(false)
 	tn.expectData(live)
+
+	// The staging claim goes with the refused restore, and so do the
+	// staging Job and its Pods: a finished Pod still names the claim, and
+	// PVC protection would keep it Terminating for the Job's day-long TTL.
+	staging := client.MatchingLabels{backupsv1alpha1.StagingLabel: string(rj.UID)}
+	g.Eventually(func(g Gomega) {
+		var pvcs corev1.PersistentVolumeClaimList
+		var jobs batchv1.JobList
+		var pods corev1.PodList
+		g.Expect(sb.Client.List(tn.ctx, &pvcs, client.InNamespace(tn.ns), staging)).To(Succeed())
+		g.Expect(sb.Client.List(tn.ctx, &jobs, client.InNamespace(tn.ns), staging)).To(Succeed())
+		g.Expect(sb.Client.List(tn.ctx, &pods, client.InNamespace(tn.ns), staging)).To(Succeed())
+		g.Expect(pvcs.Items).To(BeEmpty(), "the refused restore's staging claim lingers")
+		g.Expect(jobs.Items).To(BeEmpty(), "the refused restore's staging Job lingers")
+		g.Expect(pods.Items).To(BeEmpty(), "the refused restore's staging Pods linger")
+	}).WithTimeout(45 * time.Second).Should(Succeed())
 }
 
 // takeBackup runs a BackupJob to success and returns its Backup.

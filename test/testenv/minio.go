@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +17,8 @@ import (
 	"time"
 
 	"github.com/minio/minio-go/v7"
+
+	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 )
 
 // MinIO is a real MinIO server (bin/minio, built by `make tools`) on
@@ -26,10 +30,11 @@ type MinIO struct {
 	// RootUser and RootPassword are the server's root credential.
 	RootUser, RootPassword string
 
-	cmd  *exec.Cmd
-	dir  string
-	temp bool
-	done chan struct{}
+	cmd           *exec.Cmd
+	dir           string
+	temp          bool
+	port, console int
+	done          chan struct{}
 }
 
 // MinIOOptions say where a MinIO server keeps its data and which root
@@ -82,7 +87,6 @@ func StartMinIOWith(o MinIOOptions) (*MinIO, error) {
 		RootPassword: o.RootPassword,
 		dir:          dir,
 		temp:         temp,
-		done:         make(chan struct{}),
 	}
 	if m.RootUser == "" {
 		m.RootUser = "platform-root"
@@ -92,29 +96,120 @@ func StartMinIOWith(o MinIOOptions) (*MinIO, error) {
 		_, _ = rand.Read(secret)
 		m.RootPassword = hex.EncodeToString(secret)
 	}
-	cmd := exec.Command(filepath.Join(binDir(), "minio"), "server", filepath.Join(dir, "data"),
-		"--address", "127.0.0.1:"+strconv.Itoa(port), "--console-address", "127.0.0.1:"+strconv.Itoa(console), "--quiet")
-	cmd.Env = append(os.Environ(),
-		"MINIO_ROOT_USER="+m.RootUser, "MINIO_ROOT_PASSWORD="+m.RootPassword,
-		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CONFIG_DIR="+filepath.Join(dir, "config"))
-	log, err := os.Create(filepath.Join(dir, "minio.log"))
-	if err != nil {
+	m.port, m.console = port, console
+	if err := m.start(); err != nil {
 		return nil, errors.Join(err, cleanup())
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, errors.Join(fmt.Errorf("testenv: start minio: %w", err), cleanup())
-	}
-	m.cmd = cmd
-	go func() { _ = cmd.Wait(); _ = log.Close(); close(m.done) }()
-	if err := m.waitReady(60 * time.Second); err != nil {
-		out, _ := os.ReadFile(filepath.Join(dir, "minio.log"))
-		return nil, errors.Join(err, fmt.Errorf("minio log:\n%s", out), m.Stop())
 	}
 	if err := m.makeBuckets(o.Buckets); err != nil {
 		return nil, errors.Join(err, m.Stop())
 	}
 	return m, nil
+}
+
+// start runs the server on m's folder and ports and waits until it serves.
+func (m *MinIO) start() error {
+	m.done = make(chan struct{})
+	cmd := exec.Command(filepath.Join(binDir(), "minio"), "server", filepath.Join(m.dir, "data"),
+		"--address", "127.0.0.1:"+strconv.Itoa(m.port), "--console-address", "127.0.0.1:"+strconv.Itoa(m.console), "--quiet")
+	cmd.Env = append(os.Environ(),
+		"MINIO_ROOT_USER="+m.RootUser, "MINIO_ROOT_PASSWORD="+m.RootPassword,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CONFIG_DIR="+filepath.Join(m.dir, "config"))
+	log, err := os.OpenFile(filepath.Join(m.dir, "minio.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return fmt.Errorf("testenv: start minio: %w", err)
+	}
+	m.cmd = cmd
+	done := m.done
+	go func() { _ = cmd.Wait(); _ = log.Close(); close(done) }()
+	if err := m.waitReady(60 * time.Second); err != nil {
+		out, _ := os.ReadFile(filepath.Join(m.dir, "minio.log"))
+		m.kill()
+		return errors.Join(err, fmt.Errorf("minio log:\n%s", out))
+	}
+	return m.waitIAM(60 * time.Second)
+}
+
+// waitIAM waits until the admin API answers: MinIO reports ready before
+// its identity store is loaded, and answers admin calls with 503
+// XMinioServerNotInitialized until it is.
+func (m *MinIO) waitIAM(timeout time.Duration) error {
+	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, nil)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := root.ListUsers(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testenv: minio admin API not ready after %s: %w", timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Restart kills the server and starts it again on the same folder,
+// address and credential, as a crash or an upgrade does: what it stored
+// (users, service accounts, policies, objects) is read back from disk.
+func (m *MinIO) Restart() error {
+	m.kill()
+	return m.start()
+}
+
+func (m *MinIO) kill() {
+	if m.cmd != nil && m.cmd.Process != nil {
+		_ = m.cmd.Process.Kill()
+		<-m.done
+	}
+}
+
+// PlatformPolicyFile is the policy the docs give a brokered strategy's
+// platform credential on MinIO, for the bucket etcd-backups.
+func PlatformPolicyFile() string {
+	return filepath.Join(RepoRoot(), "examples", "backups", "etcd", "minio-platform-policy.json")
+}
+
+// AddPlatformUser creates the MinIO user name, with a random secret key,
+// whose only policy is PlatformPolicyFile's for bucket: the
+// least-privilege platform credential the docs recommend instead of root.
+func (m *MinIO) AddPlatformUser(name, bucket string) (accessKeyID, secretAccessKey string, err error) {
+	doc, err := os.ReadFile(PlatformPolicyFile())
+	if err != nil {
+		return "", "", err
+	}
+	doc = bytes.ReplaceAll(doc, []byte("arn:aws:s3:::etcd-backups"), []byte("arn:aws:s3:::"+bucket))
+	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, nil)
+	if err != nil {
+		return "", "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	secret := make([]byte, 16)
+	_, _ = rand.Read(secret)
+	secretAccessKey = hex.EncodeToString(secret)
+	body := struct {
+		SecretKey string `json:"secretKey"`
+		Status    string `json:"status"`
+	}{secretAccessKey, "enabled"}
+	if err := root.AddPolicy(ctx, name, doc); err != nil {
+		return "", "", fmt.Errorf("testenv: minio platform policy: %w", err)
+	}
+	if err := root.Raw(ctx, http.MethodPut, "/add-user", url.Values{"accessKey": {name}}, body, true, nil); err != nil {
+		return "", "", fmt.Errorf("testenv: minio platform user: %w", err)
+	}
+	if err := root.SetUserPolicy(ctx, name, name); err != nil {
+		return "", "", fmt.Errorf("testenv: minio platform user's policy: %w", err)
+	}
+	return name, secretAccessKey, nil
 }
 
 // makeBuckets creates the buckets that do not exist yet.
@@ -164,10 +259,7 @@ func (m *MinIO) waitReady(timeout time.Duration) error {
 // Stop ends the server and removes its data when StartMinIOWith made the
 // folder.
 func (m *MinIO) Stop() error {
-	if m.cmd != nil && m.cmd.Process != nil {
-		_ = m.cmd.Process.Kill()
-		<-m.done
-	}
+	m.kill()
 	if !m.temp {
 		return nil
 	}

@@ -51,7 +51,7 @@ type Operator struct {
 	BootstrapWhen func(ctx context.Context) bool
 	// RefuseStaging makes the staging Jobs of objects whose key satisfies
 	// it fail as the real one does when the staging binary refuses the
-	// artifact (exit code 2, podFailurePolicy).
+	// artifact (staging.ExitRefused, podFailurePolicy).
 	RefuseStaging func(key string) bool
 	// HoldStaging keeps staging Jobs running.
 	HoldStaging bool

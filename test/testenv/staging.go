@@ -38,9 +38,9 @@ func (op *Operator) stagingJobs(ctx context.Context, refuse func(string) bool) {
 			j.Status.Failed = 1
 			j.Status.Conditions = []batchv1.JobCondition{
 				{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonPodFailurePolicy,
-					Message: "Container stage for pod staging exited with a non-zero exit code 2 matching FailJob rule at index 0", LastTransitionTime: now, LastProbeTime: now},
+					Message: "Container stage for pod staging exited with a non-zero exit code 65 matching FailJob rule at index 0", LastTransitionTime: now, LastProbeTime: now},
 				{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonPodFailurePolicy,
-					Message: "Container stage for pod staging exited with a non-zero exit code 2 matching FailJob rule at index 0", LastTransitionTime: now, LastProbeTime: now},
+					Message: "Container stage for pod staging exited with a non-zero exit code 65 matching FailJob rule at index 0", LastTransitionTime: now, LastProbeTime: now},
 			}
 		} else {
 			j.Status.Succeeded = 1

@@ -21,6 +21,36 @@ func (p RestoreJobPhase) IsTerminal() bool {
 	return p == RestoreJobPhaseSucceeded || p == RestoreJobPhaseFailed
 }
 
+// PinsBackups reports whether rj still holds the Backups it reads and took
+// (the one it restores, its safety Backup) against every retention: while
+// it runs, and after it failed having deleted the cluster without putting
+// it back (NeedsAHand), until a person ends it by deleting the RestoreJob.
+func (rj *RestoreJob) PinsBackups() bool {
+	return !rj.Status.Phase.IsTerminal() || rj.NeedsAHand()
+}
+
+// NeedsAHand reports whether rj failed after the old cluster was deleted
+// (condition TargetPurged True) and did not put it back (no rollback, or a
+// rollback that failed too): the cluster may be missing, broken or empty,
+// and the data may live only in its safety Backup.
+func (rj *RestoreJob) NeedsAHand() bool {
+	if rj.Status.Phase != RestoreJobPhaseFailed {
+		return false
+	}
+	var purged, rolledBack bool
+	for _, c := range rj.Status.Conditions {
+		switch {
+		case c.Type == RestoreConditionPurged:
+			purged = c.Status == metav1.ConditionTrue
+		case c.Type == RestoreConditionRollback:
+			rolledBack = c.Status == metav1.ConditionTrue
+		case c.Type == ConditionReady && c.Reason == string(ReasonRollbackFailed):
+			return true
+		}
+	}
+	return purged && !rolledBack
+}
+
 // RestoreJobSpec asks for one restore of one Backup.
 type RestoreJobSpec struct {
 	// BackupRef names the Backup, in the RestoreJob's namespace.

@@ -58,3 +58,13 @@ release namespace.
 {{- define "ebd.shardLabel" -}}
 sharding.etcd-backup-driver.io/shard
 {{- end -}}
+
+{{/*
+The manager's image: repository:tag, the tag defaulting to the chart's
+appVersion, and @digest when image.digest pins it (a released chart does).
+*/}}
+{{- define "ebd.image" -}}
+{{- $ref := printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) -}}
+{{- with .Values.image.digest }}{{ $ref = printf "%s@%s" $ref . }}{{ end -}}
+{{- $ref -}}
+{{- end -}}

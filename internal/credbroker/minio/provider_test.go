@@ -152,35 +152,54 @@ func TestTenantKeyIsConfinedToItsPrefix(t *testing.T) {
 	g.Expect(list(ctx, admin, "alphabet/")).To(ConsistOf("alphabet/etcd/snap.db"))
 }
 
-// Identities are found again by group from MinIO's listing alone, with the
-// namespace and issue time they were created with; an expiry (at least 15
-// minutes ahead, MinIO's minimum) is listed and the key works until then; a
-// deleted key is refused and gone, and deleting it again is not an error.
-func TestListExpireDelete(t *testing.T) {
+// Keys are found again by group from MinIO's listing alone, under their
+// owner's own user, with the issue time they were created with and the
+// broker's mark; Inspect reads a key's own policy back, exactly the
+// scope's; an expiry (at least 15 minutes ahead, MinIO's minimum) is sent
+// with the policy, which the server keeps, and the key works until then;
+// an update without the policy is refused before it is sent; a deleted key
+// is refused and gone, and deleting it again is not an error; removing
+// the owner removes its user and every key under it.
+func TestListInspectExpireDelete(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	p, admin := setup(t, ctx)
 	issued := time.Now().Add(-time.Hour).Truncate(time.Second)
 	owner := credbroker.OwnerOf("listing", "gamma")
-	key, err := p.Issue(ctx, owner, credbroker.Scope{Bucket: bucket, Prefix: "gamma/"}, issued)
+	scope := credbroker.Scope{Bucket: bucket, Prefix: "gamma/"}
+	key, err := p.Issue(ctx, owner, scope, issued)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, err = p.Issue(ctx, credbroker.OwnerOf("other", "delta"), credbroker.Scope{Bucket: bucket, Prefix: "delta/"}, issued)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	ids, err := p.List(ctx, owner.Group)
+	holdings, err := p.List(ctx, owner.Group)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(holdings).To(HaveLen(1))
+	g.Expect(holdings[0].Owner.Name).To(Equal(owner.Name))
+	ids := holdings[0].Keys
 	g.Expect(ids).To(HaveLen(1))
 	g.Expect(ids[0].AccessKeyID).To(Equal(key.AccessKeyID))
-	g.Expect(ids[0].Owner.Name).To(Equal(owner.Name))
+	g.Expect(ids[0].Parent).To(Equal(owner.Name), "the key's parent is not the owner's own user")
+	g.Expect(ids[0].Brokered).To(BeTrue())
+	g.Expect(ids[0].Inherits).To(BeFalse())
 	g.Expect(ids[0].IssuedAt.Equal(issued)).To(BeTrue(), "issued %s, listed %s", issued, ids[0].IssuedAt)
 	g.Expect(ids[0].Expires.IsZero()).To(BeTrue())
+	inspected, err := p.Inspect(ctx, key.AccessKeyID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(credbroker.SamePolicy(inspected.Policy, credbroker.Policy(scope))).To(BeTrue(), "policy read back: %s", inspected.Policy)
 
 	c := s3As(t, key)
 	g.Expect(put(ctx, c, "gamma/x.db", "x")).To(Succeed())
-	g.Expect(p.Expire(ctx, key.AccessKeyID, time.Now().Add(time.Second))).To(Succeed(), "an expiry sooner than MinIO's minimum is moved to it")
-	ids, err = p.List(ctx, owner.Group)
+	g.Expect(p.Expire(ctx, key.AccessKeyID, nil, time.Now().Add(time.Hour))).To(MatchError(brokerminio.ErrNoPolicy))
+	g.Expect(p.Expire(ctx, key.AccessKeyID, []byte(`{"Version":"2012-10-17","Statement":[]}`), time.Now().Add(time.Hour))).To(MatchError(brokerminio.ErrNoPolicy))
+	g.Expect(p.Expire(ctx, key.AccessKeyID, credbroker.Policy(scope), time.Now().Add(time.Second))).To(Succeed(), "an expiry sooner than MinIO's minimum is moved to it")
+	holdings, err = p.List(ctx, owner.Group)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ids[0].Expires).To(BeTemporally(">", time.Now().Add(15*time.Minute)))
+	g.Expect(holdings[0].Keys[0].Expires).To(BeTemporally(">", time.Now().Add(15*time.Minute)))
+	g.Expect(holdings[0].Keys[0].Inherits).To(BeFalse(), "the expiry dropped the key's own policy")
+	inspected, err = p.Inspect(ctx, key.AccessKeyID)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(credbroker.SamePolicy(inspected.Policy, credbroker.Policy(scope))).To(BeTrue(), "policy after the expiry: %s", inspected.Policy)
 	g.Expect(put(ctx, c, "gamma/y.db", "y")).To(Succeed(), "the key works until it expires")
 
 	g.Expect(p.Delete(ctx, key.AccessKeyID)).To(Succeed())
@@ -188,9 +207,18 @@ func TestListExpireDelete(t *testing.T) {
 		return denied(put(ctx, c, "gamma/z.db", "z")) || invalidKey(put(ctx, c, "gamma/z.db", "z"))
 	}).Should(BeTrue(), "a deleted key still writes")
 	g.Expect(p.Delete(ctx, key.AccessKeyID)).To(Succeed())
-	g.Expect(p.List(ctx, owner.Group)).To(BeEmpty())
+	_, err = p.Inspect(ctx, key.AccessKeyID)
+	g.Expect(err).To(MatchError(credbroker.ErrNoSuchKey))
 	_, err = get(ctx, admin, "gamma/x.db")
 	g.Expect(err).NotTo(HaveOccurred())
+
+	again, err := p.Issue(ctx, owner, scope, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p.RemoveOwner(ctx, owner.Name)).To(Succeed())
+	g.Expect(p.RemoveOwner(ctx, owner.Name)).To(Succeed(), "removing an owner already gone")
+	g.Expect(p.List(ctx, owner.Group)).To(BeEmpty())
+	_, err = p.Inspect(ctx, again.AccessKeyID)
+	g.Expect(err).To(MatchError(credbroker.ErrNoSuchKey), "a key outlived its owner")
 }
 
 // The server refuses the admin client signed with a wrong secret and

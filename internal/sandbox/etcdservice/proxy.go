@@ -30,16 +30,13 @@ type proxy struct {
 	closed bool
 }
 
-func startProxy(cfg *tls.Config, endpoints func() []string) (*proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
+// startProxy serves on ln.
+func startProxy(ln net.Listener, cfg *tls.Config, endpoints func() []string) *proxy {
 	p := &proxy{ln: ln, endpoints: endpoints, conns: map[net.Conn]struct{}{}}
 	p.cfg.Store(cfg)
 	p.wg.Add(1)
 	go p.serve()
-	return p, nil
+	return p
 }
 
 // addr is the proxy's local address.

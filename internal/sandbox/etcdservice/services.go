@@ -16,7 +16,9 @@
 //
 // Services.Dial maps <cluster>-client.<namespace>.svc[.cluster.local]:2379
 // to the proxy and dials anything else as it is: it is the driver's
-// manager.Options.EtcdDialer in the sandbox.
+// manager.Options.EtcdDialer in the sandbox. For a driver in a container
+// (the sandbox's container mode), PublishHosts puts each proxy on a
+// loopback address of its own at port 2379 and names it in a hosts file.
 package etcdservice
 
 import (
@@ -53,6 +55,8 @@ type Services struct {
 	mu      sync.Mutex
 	proxies map[types.NamespacedName]*clusterProxy
 	closed  bool
+	// hostsFile, when set, names every proxy's address (PublishHosts).
+	hostsFile string
 }
 
 // clusterProxy is a running proxy and the CA its configuration came from.
@@ -103,9 +107,9 @@ func (s *Services) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 	var c etcdv1alpha2.EtcdCluster
 	if err := s.client.Get(ctx, req.NamespacedName, &c); err != nil {
 		if apierrors.IsNotFound(err) {
-			s.remove(req.NamespacedName)
+			return ctrl.Result{}, s.remove(req.NamespacedName)
 		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, err
 	}
 	ca, err := s.ensureSecrets(ctx, c.Namespace)
 	if err != nil {
@@ -182,22 +186,25 @@ func (s *Services) ensureProxy(cluster types.NamespacedName, ca *authority) erro
 		p.caPEM = string(ca.certPEM)
 		return nil
 	}
-	started, err := startProxy(cfg, func() []string { return s.endpoints(cluster) })
+	ln, err := s.listen()
 	if err != nil {
 		return fmt.Errorf("client Service proxy of %s: %w", cluster, err)
 	}
+	started := startProxy(ln, cfg, func() []string { return s.endpoints(cluster) })
 	s.proxies[cluster] = &clusterProxy{proxy: started, caPEM: string(ca.certPEM)}
-	return nil
+	return s.writeHostsLocked()
 }
 
-func (s *Services) remove(cluster types.NamespacedName) {
+func (s *Services) remove(cluster types.NamespacedName) error {
 	s.mu.Lock()
 	p := s.proxies[cluster]
 	delete(s.proxies, cluster)
+	err := s.writeHostsLocked()
 	s.mu.Unlock()
 	if p != nil {
 		p.close()
 	}
+	return err
 }
 
 // Close stops every proxy.

@@ -45,6 +45,13 @@ type containerProcess struct {
 	// logFile receives stdout and stderr (the container's log).
 	logFile string
 	policy  corev1.TerminationMessagePolicy
+	// command, when set, is what runs instead of argv (container mode:
+	// `podman run` of the image), and cancel what stops it.
+	command func(ctx context.Context) *exec.Cmd
+	cancel  func() error
+	// imageID is the image the container ran (container mode), reported
+	// in its status; empty means its image name.
+	imageID string
 }
 
 // run executes the container to its end and returns its terminated state
@@ -61,13 +68,24 @@ func (p containerProcess) run(ctx context.Context) corev1.ContainerStateTerminat
 		return term(exitStartError, "StartError", err.Error())
 	}
 	defer logFile.Close()
+	// Writable by whatever user the container runs as, as a kubelet
+	// makes it (the umask would take the bits away).
 	if err := os.WriteFile(p.terminationLog, nil, 0o666); err != nil {
 		return term(exitStartError, "StartError", err.Error())
 	}
-	cmd := exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = p.dir, logFile, logFile
-	cmd.Env = p.environ()
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	if err := os.Chmod(p.terminationLog, 0o666); err != nil {
+		return term(exitStartError, "StartError", err.Error())
+	}
+	var cmd *exec.Cmd
+	if p.command != nil {
+		cmd = p.command(ctx)
+		cmd.Cancel = p.cancel
+	} else {
+		cmd = exec.CommandContext(ctx, p.argv[0], p.argv[1:]...)
+		cmd.Dir, cmd.Env = p.dir, p.environ()
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.WaitDelay = killGrace
 	if err := cmd.Start(); err != nil {
 		return term(exitStartError, "StartError", fmt.Sprintf("failed to start container %q: %v", p.name, err))

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 )
 
 // DefaultSnapshotJobDeadline is the operator's activeDeadlineSeconds on a
@@ -35,6 +37,11 @@ type Options struct {
 	// stand-in runs for it. A command not mapped keeps the Pod in
 	// CreateContainerConfigError.
 	Executables map[string]string
+	// Containers, when set, makes the kubelet stand-in run the staging
+	// Pods' containers from their images with podman (the sandbox's
+	// container mode) instead of Executables, with their security
+	// context, limits and volumes applied.
+	Containers *container.Runtime
 	// SnapshotJobDeadline is the snapshot Jobs' activeDeadlineSeconds;
 	// zero means DefaultSnapshotJobDeadline.
 	SnapshotJobDeadline time.Duration
@@ -84,7 +91,7 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary, volumes: op.Volumes}
 	snapshots := &snapshotReconciler{client: c, reader: reader, agents: op.Snapshots, jobDeadline: o.SnapshotJobDeadline}
 	kubelet := &kubelet{client: c, reader: reader, fleet: op.Fleet, agents: op.Snapshots}
-	staging := &stagingKubelet{client: c, reader: reader, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir}
+	staging := &stagingKubelet{client: c, reader: reader, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir, containers: o.Containers}
 	reclaimer := &volumeReclaimer{client: c, volumes: op.Volumes}
 	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup, staging.setup, reclaimer.setup} {
 		if err := setup(mgr); err != nil {

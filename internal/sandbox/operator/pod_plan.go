@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 )
 
 // podPlan is what the kubelet stand-in runs for one Pod: its init
@@ -41,6 +43,9 @@ type planner struct {
 	// podDir is the Pod's own folder (termination logs, container logs,
 	// emptyDir volumes).
 	podDir string
+	// containers, when set, runs containers from their images with podman
+	// (container mode) instead of executables.
+	containers *container.Runtime
 }
 
 // plan resolves every container of pod. A *notReady error means the Pod
@@ -49,6 +54,12 @@ func (p planner) plan(ctx context.Context, pod *corev1.Pod) (podPlan, error) {
 	mounts, err := p.volumeFolders(ctx, pod)
 	if err != nil {
 		return podPlan{}, err
+	}
+	if p.containers != nil {
+		// The containers run as the Pod's user, not as the sandbox's.
+		if err := applyFSGroup(pod, mounts); err != nil {
+			return podPlan{}, err
+		}
 	}
 	var plan podPlan
 	for _, c := range pod.Spec.InitContainers {
@@ -113,6 +124,9 @@ func (p planner) container(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 			nr.container = c.Name
 		}
 		return containerProcess{}, err
+	}
+	if p.containers != nil {
+		return p.fromImage(ctx, pod, c, volumes, env)
 	}
 	rewrite := pathRewriter{}
 	for _, m := range c.VolumeMounts {

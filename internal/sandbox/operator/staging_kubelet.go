@@ -3,12 +3,14 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/container"
 )
 
 // stagingKubelet stands in for the node agent for the driver's restore
@@ -33,13 +36,19 @@ import (
 // then the containers, each ending with its exit code and message, which
 // the Job's podFailurePolicy acts on. A missing Secret, ConfigMap or key
 // keeps the Pod Pending with CreateContainerConfigError, a missing claim
-// keeps it unschedulable, until they appear.
+// keeps it unschedulable, until they appear. In container mode
+// (Options.Containers) the containers run from their images with podman
+// instead, with the Pod's security context, fsGroup and limits, and
+// their volumes bind-mounted at their own paths.
 type stagingKubelet struct {
 	client      client.Client
 	reader      client.Reader
 	volumes     *Volumes
 	executables map[string]string
 	podsDir     string
+	// containers, when set, runs the Pods' containers from their images
+	// (container mode) instead of executables.
+	containers *container.Runtime
 
 	mu   sync.Mutex
 	runs map[types.NamespacedName]podRun
@@ -102,12 +111,15 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := os.MkdirAll(podDir, 0o755); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir}.plan(ctx, &pod)
+	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir, containers: k.containers}.plan(ctx, &pod)
 	var nr *notReady
 	if errors.As(err, &nr) {
 		return ctrl.Result{}, k.patchStatus(ctx, &pod, pendingStatus(&pod, nr))
 	}
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := k.bind(ctx, &pod); err != nil {
 		return ctrl.Result{}, err
 	}
 	runCtx, stop := context.WithCancel(context.Background())
@@ -184,6 +196,25 @@ func (k *stagingKubelet) finished(pod types.NamespacedName, uid types.UID) {
 
 // patchStatus writes st as the live Pod's status, unless the Pod is gone
 // or was replaced.
+// NodeName is the node the kubelet stand-in runs staging Pods on.
+const NodeName = "sandbox-node"
+
+// bind assigns the Pod to NodeName (the pods/binding subresource, as the
+// scheduler does) before it runs, as a kubelet runs only Pods bound to
+// its node. A bound Pod holds the claims it names: PVC protection keeps a
+// deleted claim until no bound Pod names it, whatever the Pod's phase.
+func (k *stagingKubelet) bind(ctx context.Context, pod *corev1.Pod) error {
+	if pod.Spec.NodeName != "" {
+		return nil
+	}
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}
+	if err := k.client.SubResource("binding").Create(ctx, pod, b); err != nil && !isNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("bind staging Pod %s/%s to %s: %w", pod.Namespace, pod.Name, NodeName, err)
+	}
+	return nil
+}
+
 func (k *stagingKubelet) patchStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) error {
 	var live corev1.Pod
 	if err := k.reader.Get(ctx, client.ObjectKeyFromObject(pod), &live); err != nil {
@@ -295,7 +326,7 @@ func (r *stagingRun) status() corev1.PodStatus {
 		s := stateAt(r.init, i, "PodInitializing")
 		initFailed = initFailed || (s.Terminated != nil && s.Terminated.ExitCode != 0)
 		initDone = initDone && s.Terminated != nil && s.Terminated.ExitCode == 0
-		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, s))
+		st.InitContainerStatuses = append(st.InitContainerStatuses, containerStatus(c, s, imageOf(r.plan.init, i)))
 	}
 	running, failed, done := false, false, true
 	for i, c := range r.pod.Spec.Containers {
@@ -307,7 +338,7 @@ func (r *stagingRun) status() corev1.PodStatus {
 		running = running || s.Running != nil
 		failed = failed || (s.Terminated != nil && s.Terminated.ExitCode != 0)
 		done = done && s.Terminated != nil
-		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, s))
+		st.ContainerStatuses = append(st.ContainerStatuses, containerStatus(c, s, imageOf(r.plan.main, i)))
 	}
 	switch {
 	case initFailed:
@@ -343,7 +374,20 @@ func stateAt(states []corev1.ContainerState, i int, waiting string) corev1.Conta
 	return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}}
 }
 
-func containerStatus(c corev1.Container, s corev1.ContainerState) corev1.ContainerStatus {
+// containerStatus is c's status in state s; imageID is the image it ran
+// (container mode), empty for its image's name.
+func containerStatus(c corev1.Container, s corev1.ContainerState, imageID string) corev1.ContainerStatus {
 	running := s.Running != nil
-	return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, State: s, Ready: running, Started: &running}
+	if imageID == "" {
+		imageID = c.Image
+	}
+	return corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID, State: s, Ready: running, Started: &running}
+}
+
+// imageOf is the image ID the i-th of the processes ran, if known.
+func imageOf(procs []containerProcess, i int) string {
+	if i < len(procs) {
+		return procs[i].imageID
+	}
+	return ""
 }

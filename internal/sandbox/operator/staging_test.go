@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
 // Upstream: the operator mounts the source claim read-only at /restore/src
@@ -79,17 +82,18 @@ func TestRestoreFromClaimBootsFromTheFile(t *testing.T) {
 }
 
 // A staging Job (labelled with the RestoreJob's UID) runs its init
-// container, then its container, as processes; exit 2 ends the Job at once
+// container, then its container, as processes; the refusal's exit code
+// (staging.ExitRefused) ends the Job at once
 // through its podFailurePolicy (FailJob), as the real Job controller
 // decides from the Pod's container statuses, and the container's
 // termination message carries its report.
-func TestStagingExitTwoFailsTheJobByPodFailurePolicy(t *testing.T) {
+func TestStagingRefusalFailsTheJobByPodFailurePolicy(t *testing.T) {
 	tn := newTenant(t)
 	tn.secret()
 	tn.claim("stage")
 	job := tn.stagingJob("refused", "stage", func(j *batchv1.Job) {
 		j.Spec.Template.Spec.Containers[0].Env = append(j.Spec.Template.Spec.Containers[0].Env,
-			corev1.EnvVar{Name: "STAGE_EXIT", Value: "2"}, corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
+			corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(staging.ExitRefused)}, corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
 	})
 
 	tn.g.Eventually(func(g Gomega) {
@@ -100,10 +104,11 @@ func TestStagingExitTwoFailsTheJobByPodFailurePolicy(t *testing.T) {
 	tn.g.Expect(pods).To(HaveLen(1), "FailJob: no retry despite backoffLimit 3")
 	pod := pods[0]
 	tn.g.Expect(pod.Status.Phase).To(Equal(corev1.PodFailed))
+	tn.g.Expect(pod.Spec.NodeName).To(Equal(operator.NodeName), "the Pod ran bound to the kubelet's node")
 	tn.g.Expect(pod.Status.InitContainerStatuses).To(ConsistOf(HaveField("State.Terminated.ExitCode", BeZero())))
 	term := pod.Status.ContainerStatuses[0].State.Terminated
 	tn.g.Expect(term).NotTo(BeNil())
-	tn.g.Expect(term.ExitCode).To(BeEquivalentTo(2))
+	tn.g.Expect(term.ExitCode).To(BeEquivalentTo(staging.ExitRefused))
 	tn.g.Expect(term.Message).To(Equal(`{"outcome":"refused"}`))
 	rollback, err := os.ReadFile(filepath.Join(op.Volumes.Path(tn.ns, "stage"), "rollback.db"))
 	tn.g.Expect(err).NotTo(HaveOccurred(), "the init container wrote /staging/rollback.db onto the claim")
@@ -155,7 +160,7 @@ func (tn *tenant) claim(name string) *corev1.PersistentVolumeClaim {
 // stagingJob creates a Job shaped like the driver's staging Job: claim
 // mounted at /staging, credentials from secretKeyRefs, an init container
 // staging the rollback file, the container the restore file, FailJob on
-// exit 2.
+// the refusal's exit code.
 func (tn *tenant) stagingJob(name, claim string, mutate ...func(*batchv1.Job)) *batchv1.Job {
 	tn.t.Helper()
 	ref := func(key string) *corev1.EnvVarSource {
@@ -181,7 +186,7 @@ func (tn *tenant) stagingJob(name, claim string, mutate ...func(*batchv1.Job)) *
 			BackoffLimit: &backoff,
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{2}},
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{staging.ExitRefused}},
 			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},

@@ -40,7 +40,8 @@ const (
 
 // stageCommand is the staging image's command; the kubelet stand-in runs
 // fakeStage for it: a script that writes $AWS_ACCESS_KEY_ID to --out, a
-// JSON report to --termination-log, and exits with $STAGE_EXIT.
+// JSON report to --termination-log, and exits with $STAGE_EXIT; or, with
+// $STAGE_CRASH set, runs that program instead (crashHelper).
 const (
 	stageCommand = "/etcd-stage"
 	fakeStage    = `#!/bin/sh
@@ -52,6 +53,8 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+# STAGE_CRASH names a program that crashes as a Go binary does.
+[ -n "$STAGE_CRASH" ] && exec "$STAGE_CRASH"
 [ -n "$out" ] && printf '%s' "$AWS_ACCESS_KEY_ID" > "$out"
 [ -n "$report" ] && printf '{"outcome":"%s"}' "${STAGE_OUTCOME:-staged}" > "$report"
 echo "fake etcd-stage done"
@@ -68,6 +71,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	crashHelper()
 	os.Exit(run(m))
 }
 

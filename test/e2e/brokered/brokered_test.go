@@ -47,17 +47,17 @@ func TestBackupAndInPlaceRestoreWithBrokeredKey(t *testing.T) {
 
 	target := keyscope.Target{Endpoint: sb.S3URL, Bucket: sandbox.DefaultBucket,
 		Namespace: tn.ns, Secret: credbroker.SecretName(tn.class),
-		PlatformKeyID: sb.S3Credentials.AccessKeyID, PlatformSecret: sb.S3Credentials.SecretAccessKey}
+		PlatformKeyID: sb.PlatformCredentials.AccessKeyID, PlatformSecret: sb.PlatformCredentials.SecretAccessKey}
 	report, err := keyscope.Check(tn.ctx, sb.Client, target)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(report.Problems).To(BeEmpty())
-	g.Expect(report.AccessKeyID).NotTo(Equal(sb.S3Credentials.AccessKeyID))
+	g.Expect(report.AccessKeyID).NotTo(Equal(sb.PlatformCredentials.AccessKeyID))
 	g.Expect(report.SecretsChecked).To(BeNumerically(">=", 1))
 	g.Expect(report.Probes).To(HaveLen(6), "the key read its own snapshot and was refused its deletion: %+v", report.Probes)
 
 	// The check sees a copy of the platform key, as a shared-key setup has.
 	g.Expect(sb.Client.Create(tn.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "shared-s3"},
-		StringData: map[string]string{objstore.AccessKeyIDKey: sb.S3Credentials.AccessKeyID, objstore.SecretAccessKeyKey: sb.S3Credentials.SecretAccessKey}})).To(Succeed())
+		StringData: map[string]string{objstore.AccessKeyIDKey: sb.PlatformCredentials.AccessKeyID, objstore.SecretAccessKeyKey: sb.PlatformCredentials.SecretAccessKey}})).To(Succeed())
 	report, err = keyscope.Check(tn.ctx, sb.Client, target)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(report.Problems).To(ContainElement(ContainSubstring("shared-s3")))

@@ -47,8 +47,8 @@ func newTenant(t testing.TB) *tenant {
 		&corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: sb.DriverNamespace, Name: "platform-s3-" + suffix},
 			StringData: map[string]string{
-				objstore.AccessKeyIDKey:     sb.S3Credentials.AccessKeyID,
-				objstore.SecretAccessKeyKey: sb.S3Credentials.SecretAccessKey,
+				objstore.AccessKeyIDKey:     sb.PlatformCredentials.AccessKeyID,
+				objstore.SecretAccessKeyKey: sb.PlatformCredentials.SecretAccessKey,
 			},
 		},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.ns}},

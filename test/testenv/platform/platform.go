@@ -317,17 +317,23 @@ func (tn *Tenant) HelmRelease() *helmv2.HelmRelease {
 }
 
 // NewBrokered returns a Platform on a real MinIO server whose strategy
-// brokers per-tenant keys, with the server's root as the platform
-// credential (not yet created: see Create and Start).
+// brokers per-tenant keys, with a MinIO user holding the policy the docs
+// give the platform credential (testenv.PlatformPolicyFile) as that
+// credential, not root (not yet created: see Create and Start). S3 is a
+// root client, for the tests' own reads.
 func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
-	creds := s3server.Credentials{AccessKeyID: m.RootUser, SecretAccessKey: m.RootPassword}
-	s3c, err := testenv.S3Client(m.Endpoint, creds.AccessKeyID, creds.SecretAccessKey)
+	s3c, err := testenv.S3Client(m.Endpoint, m.RootUser, m.RootPassword)
 	if err != nil {
 		return nil, err
 	}
 	if err := s3c.MakeBucket(context.Background(), Bucket, minio.MakeBucketOptions{}); err != nil {
 		return nil, err
 	}
+	id, secret, err := m.AddPlatformUser("etcd-backup-platform", Bucket)
+	if err != nil {
+		return nil, err
+	}
+	creds := s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
 	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, Broker: &strategyv1alpha1.EtcdCredentialBroker{
 		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: AdminSecret},
 	}}, nil

@@ -1,0 +1,95 @@
+package ebdctl
+
+import (
+	"fmt"
+	"net/http"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
+	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
+)
+
+// DriverNamespace is where the driver, and the platform credentials its
+// brokered strategies name, live unless --driver-namespace says otherwise.
+const DriverNamespace = "etcd-backup-driver"
+
+func (e *env) auditKeysCommand() *cobra.Command {
+	var strategy, driverNS string
+	var remove bool
+	cmd := &cobra.Command{
+		Use:   "audit-keys --strategy NAME [--remove]",
+		Short: "Find (and with --remove delete) S3 keys a brokered strategy's platform credential reaches that are not sound tenant keys",
+		Long: `Lists, with the platform credential a brokered Etcd strategy names (read from
+its Secret in the driver's namespace, so you need read access there and a
+route to the S3 service's admin API), every key that is not a sound tenant
+key: keys of the platform credential itself (the broker issues none there;
+one with no policy of its own has every right of the platform credential),
+and keys under the strategy's tenant users that the broker did not make or
+that lack a policy of their own that is exactly their tenant's prefix.
+Run it once after upgrading from a release whose tenant keys were service
+accounts of the platform credential; --remove deletes what it lists.
+Exit code 1 when it finds anything it did not remove.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strategy == "" {
+				return usagef("audit-keys needs --strategy NAME")
+			}
+			return e.runAuditKeys(cmd, strategy, driverNS, remove)
+		},
+	}
+	cmd.Flags().StringVar(&strategy, "strategy", "", "the brokered Etcd strategy (strategy.backups.cozystack.io) to audit")
+	cmd.Flags().StringVar(&driverNS, "driver-namespace", DriverNamespace, "the driver's namespace, where the strategy's platform credential Secret is")
+	cmd.Flags().BoolVar(&remove, "remove", false, "delete every key found")
+	return cmd
+}
+
+func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS string, remove bool) error {
+	c, err := e.newClient()
+	if err != nil {
+		return err
+	}
+	var s strategyv1alpha1.Etcd
+	if err := c.Get(cmd.Context(), client.ObjectKey{Name: name}, &s); err != nil {
+		return fmt.Errorf("Etcd strategy %s: %w", name, err)
+	}
+	b := &credbroker.Broker{
+		Client: c, Reader: c, Namespace: driverNS, Clock: clock.RealClock{},
+		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
+			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(&http.Client{Timeout: 30 * time.Second}),
+		},
+	}
+	found, err := b.Audit(cmd.Context(), &s, remove)
+	if len(found) == 0 && err == nil {
+		fmt.Fprintf(e.streams.Out, "No unsound keys: strategy %s's platform credential has no keys of its own, and every tenant key is the broker's and confined to its tenant's prefix.\n", name)
+		return nil
+	}
+	w := tabwriter.NewWriter(e.streams.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ACCESS KEY\tPARENT\tREMOVED\tWHY")
+	left := 0
+	for _, f := range found {
+		removed := "no"
+		if f.Removed {
+			removed = "yes"
+		} else {
+			left++
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.AccessKeyID, f.Parent, removed, f.Why)
+	}
+	_ = w.Flush()
+	if err != nil {
+		return err
+	}
+	if left > 0 {
+		if !remove {
+			fmt.Fprintf(e.streams.ErrOut, "%s: %d keys found; run again with --remove to delete them, then rotate the platform credential if it was root (docs/runbook.md#etcdbackupbrokerplatformkeys).\n", e.name, left)
+		}
+		return silentFailure
+	}
+	return nil
+}
