@@ -164,12 +164,20 @@ func TestSwappedObjectIsRefusedBeforeThePurge(t *testing.T) {
 	g.Expect(condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)).To(BeNil(), "nothing was replaced, nothing restarted")
 	_, err := getCapture(g, rj)
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a restore that destroyed nothing leaves no capture behind: %v", err)
-	claimName := stagingJobOf(t, ns, "restore").Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName
-	g.Eventually(func() bool {
-		pvc := &corev1.PersistentVolumeClaim{}
-		err := k.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName}, pvc)
-		return apierrors.IsNotFound(err) || !pvc.DeletionTimestamp.IsZero()
-	}).WithTimeout(10*time.Second).Should(BeTrue(), "the unused staging claim is deleted")
+	// StagingRefused: the staging Job ran on its claim; both go with the
+	// refusal (the Job with its Pods, so that no Pod holds the claim).
+	g.Eventually(func(g Gomega) {
+		var pvcs corev1.PersistentVolumeClaimList
+		g.Expect(k.List(ctx, &pvcs, client.InNamespace(ns), client.MatchingLabels{backupsv1alpha1.StagingLabel: string(rj.UID)})).To(Succeed())
+		for _, pvc := range pvcs.Items {
+			g.Expect(pvc.DeletionTimestamp).NotTo(BeNil(), "the unused staging claim %s is deleted", pvc.Name)
+		}
+		var jobs batchv1.JobList
+		g.Expect(k.List(ctx, &jobs, client.InNamespace(ns), client.MatchingLabels{backupsv1alpha1.StagingLabel: string(rj.UID)})).To(Succeed())
+		for _, j := range jobs.Items {
+			g.Expect(j.DeletionTimestamp).NotTo(BeNil(), "the refused staging Job %s is deleted", j.Name)
+		}
+	}).WithTimeout(10 * time.Second).Should(Succeed())
 }
 
 // A live revision that cannot be read raises the revision by etcd's
