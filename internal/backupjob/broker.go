@@ -38,6 +38,10 @@ func (r *Reconciler) brokeredSecret(ctx context.Context, strategy *strategyv1alp
 		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "%v", err)
 		return &o
 	}
+	if errors.Is(err, credbroker.ErrStrategyDeleting) {
+		o := failed(backupsv1alpha1.BackupReasonStrategyNotReady, "%v", err)
+		return &o
+	}
 	if err != nil {
 		o := retry(err)
 		return &o

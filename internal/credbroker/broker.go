@@ -64,6 +64,10 @@ var ErrForeignSecret = errors.New("a Secret with the credential broker's name ex
 // issued to its tenant's scope: the key was deleted and nothing handed out.
 var ErrUnsoundKey = errors.New("the S3 service did not keep the new key to its tenant's scope")
 
+// ErrStrategyDeleting means the strategy is being deleted: it issues no
+// more keys (its keys and tenant Secrets are being removed).
+var ErrStrategyDeleting = errors.New("the Etcd strategy is being deleted and issues no keys")
+
 // ErrOutOfScope means an object lies outside the tenant's prefix.
 var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
 
@@ -74,6 +78,9 @@ var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
 // tenant's scope, not retiring); otherwise it issues a new one (deleting
 // at once a key that lost its scope). It rotates nothing: Sweep does.
 func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error) {
+	if !strategy.DeletionTimestamp.IsZero() {
+		return "", fmt.Errorf("%w: %q", ErrStrategyDeleting, strategy.Name)
+	}
 	name := SecretName(strategy.Name)
 	scope := ScopeOf(strategy, namespace)
 	var s corev1.Secret
@@ -125,7 +132,7 @@ func (b *Broker) ours(s *corev1.Secret, strategy string) bool {
 // deleted again; a key left behind by a crash is retired by Sweep once it
 // is older than YoungKeyGrace.
 func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret) error {
-	if err := b.refuseOverlap(ctx, strategy); err != nil {
+	if err := b.refuseOverlap(ctx, strategy, s.Namespace); err != nil {
 		return err
 	}
 	now := b.Clock.Now()
@@ -162,13 +169,34 @@ func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alph
 	if err != nil {
 		return errors.Join(fmt.Errorf("write Secret %s/%s: %w", s.Namespace, s.Name, err), p.Delete(ctx, key.AccessKeyID))
 	}
-	return nil
+	return b.undoIfDeleting(ctx, p, strategy, s, key.AccessKeyID)
+}
+
+// undoIfDeleting reads strategy live after a key of it was handed out:
+// when it is being deleted (or gone), Remove may have listed its owners
+// before this key existed, and nothing would ever sweep the key, so the
+// key and its Secret are deleted again. Either Remove saw the key, or
+// this read sees the deletion.
+func (b *Broker) undoIfDeleting(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret, accessKeyID string) error {
+	var live strategyv1alpha1.Etcd
+	err := b.Reader.Get(ctx, client.ObjectKeyFromObject(strategy), &live)
+	switch {
+	case err == nil && live.DeletionTimestamp.IsZero() && (strategy.UID == "" || live.UID == strategy.UID):
+		return nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return fmt.Errorf("read Etcd strategy %s: %w", strategy.Name, err)
+	}
+	return errors.Join(fmt.Errorf("%w: %q", ErrStrategyDeleting, strategy.Name), p.Delete(ctx, accessKeyID),
+		client.IgnoreNotFound(b.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID})))
 }
 
 // check reads accessKeyID back and says why the broker may not hand it out
-// or keep it for owner and scope ("" when it may). A key that reaches
-// beyond the scope, or may (no policy of its own, another policy, another
-// parent, not the broker's), is deleted at once.
+// or keep it for owner and scope ("" when it may). A key under the owner's
+// own user that could reach beyond the scope (no policy of its own,
+// another policy, not the broker's) is deleted at once. A key under any
+// other parent is never deleted here: its id may come from a Secret the
+// tenant wrote, and the broker deletes only keys it finds under its own
+// owners (the sweep deletes the keys of the old layout it lists).
 func (b *Broker) check(ctx context.Context, p Provider, strategy, accessKeyID string, owner Owner, scope Scope) (string, error) {
 	id, err := p.Inspect(ctx, accessKeyID)
 	if errors.Is(err, ErrNoSuchKey) {
@@ -178,6 +206,9 @@ func (b *Broker) check(ctx context.Context, p Provider, strategy, accessKeyID st
 		return "", err
 	}
 	if why := unsafe(id, owner.Name, scope, true); why != "" {
+		if id.Parent != owner.Name {
+			return "it is not a key of the tenant's own user (" + why + ")", nil
+		}
 		log.FromContext(ctx).Info("deleting a tenant key that is not confined to its scope", "accessKeyID", accessKeyID, "namespace", owner.Namespace, "why", why)
 		keysDeleted.WithLabelValues(strategy, why).Inc()
 		return why, p.Delete(ctx, accessKeyID)
@@ -197,6 +228,7 @@ const (
 	whyOtherPolicy   = "policy-not-scope"
 	whyPlatformChild = "not-owner-parent"
 	whyNotBrokers    = "not-brokers"
+	whyOverlaps      = "prefix-holds-another-strategy"
 )
 
 // unsafe says why id may reach beyond scope ("" when it cannot): no policy

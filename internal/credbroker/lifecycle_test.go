@@ -1,6 +1,7 @@
 package credbroker_test
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
@@ -97,4 +98,37 @@ func TestSweepDuringIssueLeavesTheNewKeyAlone(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sweepInsideCreate runs a whole sweep inside the window between a key's
+// issue and the Secret create that hands it out: every sweep lands in the
+// window, where a delay alone is shorter than one sweep against MinIO.
+type sweepInsideCreate struct {
+	client.Client
+	sweep func()
+}
+
+func (s sweepInsideCreate) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	if _, ok := o.(*corev1.Secret); ok {
+		s.sweep()
+	}
+	return s.Client.Create(ctx, o, opts...)
+}
+
+// A sweep that runs after a key is issued and before its Secret exists,
+// deterministically: the key is young, so the sweep leaves it alone.
+func TestASweepInsideTheIssueWindowLeavesTheKeyAlone(t *testing.T) {
+	w := newWorld(t, "window", "window-a")
+	w.broker.Client = sweepInsideCreate{Client: env.Client, sweep: func() {
+		_, err := w.broker.Sweep(w.ctx, w.strategy)
+		w.g.Expect(err).NotTo(HaveOccurred())
+	}}
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "window-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	key := w.tenantKey("window-a")
+	w.g.Expect(w.escapes(key, "window-a")).To(BeEmpty())
+	ids := w.identities()
+	w.g.Expect(ids).To(HaveLen(1))
+	w.g.Expect(ids[0].AccessKeyID).To(Equal(key.AccessKeyID))
+	w.g.Expect(ids[0].Expires.IsZero()).To(BeTrue(), "a sweep retired the key the Secret holds")
 }

@@ -12,7 +12,7 @@ var (
 	// because they could reach beyond their tenant's scope.
 	keysDeleted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etcd_backup_driver_credential_broker_unsafe_keys_deleted_total",
-		Help: "Tenant keys the credential broker deleted at once because they could reach beyond their tenant's prefix, by why (no-own-policy, policy-not-scope, not-owner-parent, not-brokers).",
+		Help: "Tenant keys the credential broker deleted at once because they could reach beyond their tenant's prefix, by why (no-own-policy, policy-not-scope, not-owner-parent, not-brokers, prefix-holds-another-strategy).",
 	}, []string{"strategy", "why"})
 	// platformKeys is served by the replica that leads (the controller
 	// runs there only).

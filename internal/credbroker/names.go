@@ -56,10 +56,12 @@ func strategyHash(strategy string) string { return hash("strategy/"+strategy, 8)
 // Group is the provider group of strategy's identities.
 func Group(strategy string) string { return "ebd-" + strategyHash(strategy) + "-" }
 
-// OwnerOf is the owner of strategy's identity in namespace: 23 characters,
-// within MinIO's 32 for a service account name.
+// OwnerOf is the owner of strategy's identity in namespace: 32 characters,
+// MinIO's most for a service account name, of which 76 bits hash the
+// namespace: two namespaces a tenant names would share a parent only by a
+// collision no one can search for.
 func OwnerOf(strategy, namespace string) Owner {
-	return Owner{Name: Group(strategy) + hash("namespace/"+namespace, 10), Group: Group(strategy), Namespace: namespace}
+	return Owner{Name: Group(strategy) + hash("namespace/"+namespace, 19), Group: Group(strategy), Namespace: namespace}
 }
 
 // ScopeOf is what strategy's key in namespace reaches.

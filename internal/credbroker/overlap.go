@@ -9,49 +9,53 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
-// ErrOverlappingScopes means two brokered strategies write to one bucket
-// with prefix roots of which one starts the other: a tenant of one could
-// be given a prefix that holds the other's tenants' objects (root "x" and
-// namespace "a" against root "" and namespace "xa"). The younger of the
-// two issues no keys.
-var ErrOverlappingScopes = errors.New("two brokered Etcd strategies give tenants prefixes that can overlap")
+// ErrOverlappingScopes means a tenant's prefix would hold another brokered
+// strategy's tenants' objects: it starts that strategy's prefix root on
+// the same bucket (namespace "tenants" of a strategy with root "", against
+// a strategy with root "tenants/"). That tenant is given no key.
+var ErrOverlappingScopes = errors.New("the tenant's prefix holds another brokered Etcd strategy's prefixes")
 
-// refuseOverlap returns ErrOverlappingScopes when strategy is the younger
-// of a pair of brokered strategies on the same endpoint and bucket whose
-// prefix roots differ and one starts the other. Equal roots are safe: a
-// tenant prefix ends with its namespace and "/", and namespaces hold no
-// "/", so two namespaces' prefixes never start one another.
-func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.Etcd) error {
-	var all strategyv1alpha1.EtcdList
-	if err := b.Client.List(ctx, &all); err != nil {
-		return fmt.Errorf("list Etcd strategies: %w", err)
-	}
-	for i := range all.Items {
-		other := &all.Items[i]
-		if other.Name == strategy.Name || !Brokered(other) || !overlap(strategy, other) || younger(other, strategy) {
+// shadowing returns the brokered strategy (other than strategy) on the
+// same bucket whose prefix root starts with scope's prefix, or nil. Only
+// such a tenant can reach another strategy's tenants: roots are "" or end
+// with "/", and namespaces hold no "/", so with roots of which neither
+// starts the other, or equal roots, no tenant prefix starts another's. The
+// endpoints are not compared: two URLs may name one service, and refusing
+// one tenant too many is the safe side.
+func shadowing(scope Scope, strategy string, all []strategyv1alpha1.Etcd) *strategyv1alpha1.Etcd {
+	for i := range all {
+		other := &all[i]
+		d := other.Spec.Template.Destination.S3
+		if other.Name == strategy || !Brokered(other) || d == nil || d.Bucket != scope.Bucket {
 			continue
 		}
-		return fmt.Errorf("%w: %q (prefix root %q) and the older %q (prefix root %q) on bucket %s; give them prefix roots of which neither starts the other, or the same one",
-			ErrOverlappingScopes, strategy.Name, strategy.Spec.CredentialBroker.PrefixRoot,
-			other.Name, other.Spec.CredentialBroker.PrefixRoot, strategy.Spec.Template.Destination.S3.Bucket)
+		if strings.HasPrefix(other.Spec.CredentialBroker.PrefixRoot, scope.Prefix) {
+			return other
+		}
 	}
 	return nil
 }
 
-// overlap reports whether a's and b's tenant prefixes can overlap.
-func overlap(a, b *strategyv1alpha1.Etcd) bool {
-	da, db := a.Spec.Template.Destination.S3, b.Spec.Template.Destination.S3
-	if da == nil || db == nil || da.Bucket != db.Bucket || da.Endpoint != db.Endpoint {
-		return false
+// refuseOverlap returns ErrOverlappingScopes when the tenant prefix of
+// strategy in namespace holds another brokered strategy's prefix root,
+// whichever of the two was made or changed first.
+func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) error {
+	all, err := b.strategies(ctx)
+	if err != nil {
+		return err
 	}
-	ra, rb := a.Spec.CredentialBroker.PrefixRoot, b.Spec.CredentialBroker.PrefixRoot
-	return ra != rb && (strings.HasPrefix(ra, rb) || strings.HasPrefix(rb, ra))
+	scope := ScopeOf(strategy, namespace)
+	if other := shadowing(scope, strategy.Name, all); other != nil {
+		return fmt.Errorf("%w: namespace %s of Etcd strategy %q would get %s, which holds every tenant of strategy %q (prefix root %q); give the strategies prefix roots of which neither starts the other, or the same one",
+			ErrOverlappingScopes, namespace, strategy.Name, scope, other.Name, other.Spec.CredentialBroker.PrefixRoot)
+	}
+	return nil
 }
 
-// younger reports whether a was created after b (by name when at once).
-func younger(a, b *strategyv1alpha1.Etcd) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+func (b *Broker) strategies(ctx context.Context) ([]strategyv1alpha1.Etcd, error) {
+	var all strategyv1alpha1.EtcdList
+	if err := b.Client.List(ctx, &all); err != nil {
+		return nil, fmt.Errorf("list Etcd strategies: %w", err)
 	}
-	return a.Name > b.Name
+	return all.Items, nil
 }

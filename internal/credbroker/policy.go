@@ -51,8 +51,11 @@ func Policy(s Scope) json.RawMessage {
 // ParentPolicy is the policy of a tenant's parent identity: its scope's
 // statements and an explicit deny of every admin action, so that a key
 // under it that lost its own policy still reaches the scope only, and no
-// key under it can mint, change or list keys (MinIO lets an account act on
-// its own keys unless a policy denies it).
+// key under it can mint or change keys (MinIO lets an account create keys
+// of its own parent unless a policy denies it). It cannot stop a key from
+// listing, inspecting or deleting its own parent's keys: MinIO allows that
+// without asking any policy, which is why each tenant has a parent of its
+// own.
 func ParentPolicy(s Scope) json.RawMessage {
 	return marshal(document{Version: "2012-10-17", Statement: append(scopeStatements(s),
 		statement{Effect: "Deny", Action: []string{"admin:*"}})})

@@ -125,4 +125,7 @@ type Provider interface {
 	// PlatformKeys lists the keys whose parent is the platform credential
 	// itself: the broker issues none.
 	PlatformKeys(ctx context.Context) ([]Identity, error)
+	// RootKeys lists the keys of the service's root user, when the
+	// platform credential is not root.
+	RootKeys(ctx context.Context) ([]Identity, error)
 }

@@ -42,10 +42,21 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	if err != nil {
 		return 0, err
 	}
+	all, err := b.strategies(ctx)
+	if err != nil {
+		return 0, err
+	}
 	next := SweepEvery
 	var errs []error
 	for _, h := range holdings {
 		h.Owner.Namespace = owners[h.Owner.Name]
+		if ns := h.Owner.Namespace; ns != "" {
+			if other := shadowing(ScopeOf(strategy, ns), strategy.Name, all); other != nil {
+				log.FromContext(ctx).Info("deleting the tenant keys whose prefix holds another strategy's tenants", "namespace", ns, "other", other.Name)
+				keysDeleted.WithLabelValues(strategy.Name, whyOverlaps).Add(float64(len(h.Keys)))
+				h.Owner.Namespace = "" // removed as if its namespace were gone
+			}
+		}
 		d, err := b.sweepOwner(ctx, p, strategy, h)
 		if d > 0 && d < next {
 			next = d
@@ -116,8 +127,18 @@ func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy *strategyv
 		}
 	}
 	if held != "" && !known {
-		l.Info("issuing a new tenant key: the S3 service no longer knows the one its Secret holds", "accessKeyID", held)
-		errs = append(errs, b.issue(ctx, p, strategy, &s))
+		// Not listed: gone, or written by an Ensure after the listing.
+		why := "it is of another scope"
+		if heldKey(&s, scope) != "" {
+			var err error
+			if why, err = b.check(ctx, p, strategy.Name, held, OwnerOf(strategy.Name, ns), scope); err != nil {
+				return next, errors.Join(append(errs, err)...)
+			}
+		}
+		if why != "" {
+			l.Info("issuing a new tenant key for the Secret", "accessKeyID", held, "why", why)
+			errs = append(errs, b.issue(ctx, p, strategy, &s))
+		}
 	}
 	return next, errors.Join(errs...)
 }

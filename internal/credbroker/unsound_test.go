@@ -1,14 +1,18 @@
 package credbroker_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
@@ -65,38 +69,129 @@ func TestAKeyThatLostItsPolicyStaysInScopeAndIsReplaced(t *testing.T) {
 	w.g.Expect(w.escapes(b2, "stripped-b")).To(BeEmpty())
 }
 
-// Two brokered strategies on one bucket whose prefix roots start one
-// another could give a tenant of one a prefix holding the other's tenants'
-// objects (root "ovl/" and namespace "a" against root "" and namespace
-// "ovl"): the younger issues nothing, and says why.
-func TestOverlappingPrefixRootsAreRefused(t *testing.T) {
+// A tenant's prefix that would hold another brokered strategy's tenants
+// (namespace "tnt" of a strategy with root "", against a strategy with
+// root "tnt/" on the same bucket) gets no key, whichever strategy was made
+// or changed last; a key it had before the change is deleted by the sweep;
+// the other strategy and the strategy's other tenants go on.
+func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	const own = "overlap" // a bucket of their own: every other test's strategy has root "" on "tenants"
 	root := s3As(rootKey())
-	w := newWorld(t, "overlap-old", "ovl-a", "ovl")
+	old := newWorld(t, "ovl-old", "tnt", "ovl-c")
+	w := old
 	w.g.Expect(root.MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
-	w.strategy.Spec.CredentialBroker.PrefixRoot = "ovl/"
-	w.strategy.Spec.Template.Destination.S3.Bucket = own
-	w.strategy.Spec.Template.Destination.S3.Key = "ovl/{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
-	_, err := w.broker.Ensure(w.ctx, w.strategy, "ovl-a")
+	old.strategy.Spec.CredentialBroker.PrefixRoot = "first/"
+	old.strategy.Spec.Template.Destination.S3.Bucket = own
+	old.strategy.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
+	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	_, err := old.broker.Ensure(old.ctx, old.strategy, "tnt")
 	w.g.Expect(err).NotTo(HaveOccurred())
+	before := old.tenantKey("tnt")
 
-	time.Sleep(time.Second) // a later creationTimestamp
-	young := newWorld(t, "overlap-young")
+	young := newWorld(t, "ovl-young", "ovl-b")
+	young.strategy.Spec.CredentialBroker.PrefixRoot = "tnt/"
 	young.strategy.Spec.Template.Destination.S3.Bucket = own
+	young.strategy.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
 	w.g.Expect(env.Client.Update(w.ctx, young.strategy)).To(Succeed())
-	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl")
-	w.g.Expect(err).To(MatchError(credbroker.ErrOverlappingScopes))
-	w.g.Expect(err.Error()).To(ContainSubstring(`"overlap-old"`))
-	_, err = s3object.ReadCredentials(w.ctx, env.Client, "ovl", credbroker.SecretName("overlap-young"))
-	w.g.Expect(err).To(HaveOccurred(), "the younger strategy wrote a key")
+	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl-b")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	_, err = s3As(young.tenantKey("ovl-b")).PutObject(w.ctx, own, "tnt/ovl-b/etcd/s.db", strings.NewReader("secret"), 6, minio.PutObjectOptions{})
+	w.g.Expect(err).NotTo(HaveOccurred())
 
-	// The older one keeps working.
-	_, err = w.broker.Ensure(w.ctx, w.strategy, "ovl")
+	// The admin now changes the older strategy's root to "".
+	old.strategy.Spec.CredentialBroker.PrefixRoot = ""
+	old.strategy.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
+	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	_, err = old.broker.Ensure(old.ctx, old.strategy, "tnt")
+	w.g.Expect(err).To(MatchError(credbroker.ErrOverlappingScopes))
+	w.g.Expect(err.Error()).To(ContainSubstring(`"ovl-young"`))
+	_, err = old.broker.Sweep(old.ctx, old.strategy)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	c := s3As(w.tenantKey("ovl"))
-	_, err = c.PutObject(w.ctx, own, "ovl/ovl/etcd/s.db", strings.NewReader("x"), 1, minio.PutObjectOptions{})
+	_, err = rootAdmin(w).InfoServiceAccount(w.ctx, before.AccessKeyID)
+	w.g.Expect(brokerminio.IsNotFound(err)).To(BeTrue(), "the sweep left the key of the tenant whose prefix now holds another strategy's: %v", err)
+	_, err = getObject(w.ctx, s3As(old.tenantKey("tnt")), own, "tnt/ovl-b/etcd/s.db")
+	w.g.Expect(err).To(HaveOccurred(), "tenant tnt of the older strategy reads the younger strategy's tenant's snapshot")
+
+	// Everyone else goes on.
+	_, err = old.broker.Ensure(old.ctx, old.strategy, "ovl-c")
 	w.g.Expect(err).NotTo(HaveOccurred())
-	_, err = c.PutObject(w.ctx, own, "ovl/ovl-a/etcd/s.db", strings.NewReader("x"), 1, minio.PutObjectOptions{})
-	w.g.Expect(minio.ToErrorResponse(err).Code).To(Equal("AccessDenied"))
+	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl-b")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	_, err = getObject(w.ctx, s3As(young.tenantKey("ovl-b")), own, "tnt/ovl-b/etcd/s.db")
+	w.g.Expect(err).NotTo(HaveOccurred())
+}
+
+// A tenant that writes its own broker Secret naming another key's access
+// key id (ids are not secret: presigned URLs and logs show them) makes the
+// broker issue it a key of its own, and deletes nothing: not another
+// tenant's key, not a key of root another application uses.
+func TestAForgedSecretDeletesNoOtherKey(t *testing.T) {
+	w := newWorld(t, "forge", "forge-attacker", "forge-victim")
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "forge-victim")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	victim := w.tenantKey("forge-victim")
+	other, err := rootAdmin(w).AddServiceAccount(w.ctx, brokerminio.NewServiceAccount{Name: "loki",
+		Policy: []byte(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:GetObject"],"Resource":["arn:aws:s3:::loki/*"]}]}`)})
+	w.g.Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = rootAdmin(w).DeleteServiceAccount(w.ctx, other.AccessKey) }()
+
+	name := credbroker.SecretName("forge")
+	for _, target := range []string{victim.AccessKeyID, other.AccessKey} {
+		_ = env.Client.Delete(w.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "forge-attacker", Name: name}})
+		forged := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "forge-attacker", Name: name,
+				Labels:      map[string]string{credbroker.StrategyLabel: credbroker.Group("forge")[4:12]},
+				Annotations: map[string]string{credbroker.ScopeAnnotation: bucket + "/forge-attacker/"}},
+			Data: map[string][]byte{s3object.AccessKeyIDKey: []byte(target), s3object.SecretAccessKeyKey: []byte("x")},
+		}
+		w.g.Expect(env.Client.Create(w.ctx, forged)).To(Succeed())
+		_, err = w.broker.Ensure(w.ctx, w.strategy, "forge-attacker")
+		w.g.Expect(err).NotTo(HaveOccurred())
+		_, err = rootAdmin(w).InfoServiceAccount(w.ctx, target)
+		w.g.Expect(err).NotTo(HaveOccurred(), "a forged Secret made the broker delete key %s", target)
+		w.g.Expect(w.tenantKey("forge-attacker").AccessKeyID).NotTo(Equal(target))
+	}
+	w.g.Expect(w.works(victim, "forge-victim")).To(Succeed())
+}
+
+// A key whose own policy another admin tool widened is not kept: Ensure
+// deletes it and issues a new one.
+func TestABroadenedKeyIsReplaced(t *testing.T) {
+	w := newWorld(t, "broad", "broad-a")
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "broad-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	a := w.tenantKey("broad-a")
+	body := map[string]any{"newPolicy": json.RawMessage(`{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":["s3:*"],"Resource":["arn:aws:s3:::*"]}]}`)}
+	w.g.Expect(rootAdmin(w).Raw(w.ctx, http.MethodPost, "/update-service-account", url.Values{"accessKey": {a.AccessKeyID}}, body, true, nil)).To(Succeed())
+	_, err = w.broker.Ensure(w.ctx, w.strategy, "broad-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	w.g.Expect(w.tenantKey("broad-a").AccessKeyID).NotTo(Equal(a.AccessKeyID), "Ensure kept a key whose own policy is not its scope")
+	_, err = rootAdmin(w).InfoServiceAccount(w.ctx, a.AccessKeyID)
+	w.g.Expect(brokerminio.IsNotFound(err)).To(BeTrue(), "the widened key was not deleted: %v", err)
+}
+
+// A strategy being deleted issues no key: a BackupJob reconciled after the
+// removal of its keys would leave a live key no sweep ever sees. Ensure
+// refuses it, and a key issued while the deletion begins (the strategy
+// still looked alive) is taken back.
+func TestADeletingStrategyLeavesNoKeyBehind(t *testing.T) {
+	w := newWorld(t, "orphan", "orphan-a")
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "orphan-a")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	alive := w.strategy.DeepCopy()
+	w.strategy.Finalizers = []string{credbroker.Finalizer}
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Delete(w.ctx, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKeyFromObject(w.strategy), w.strategy)).To(Succeed())
+	w.g.Expect(w.broker.Remove(w.ctx, w.strategy)).To(Succeed()) // the credbroker controller
+
+	_, err = w.broker.Ensure(w.ctx, w.strategy, "orphan-a") // a BackupJob reconciled a moment later
+	w.g.Expect(err).To(MatchError(credbroker.ErrStrategyDeleting))
+	_, err = w.broker.Ensure(w.ctx, alive, "orphan-a") // one whose cache did not show the deletion yet
+	w.g.Expect(err).To(MatchError(credbroker.ErrStrategyDeleting))
+	w.g.Expect(w.identities()).To(BeEmpty(), "keys left that no sweep will ever see")
+	err = env.Client.Get(w.ctx, client.ObjectKey{Namespace: "orphan-a", Name: credbroker.SecretName("orphan")}, &corev1.Secret{})
+	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Secret of a taken-back key is left: %v", err)
+	w.strategy.Finalizers = nil
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
 }

@@ -28,13 +28,17 @@ func (e *env) auditKeysCommand() *cobra.Command {
 		Long: `Lists, with the platform credential a brokered Etcd strategy names (read from
 its Secret in the driver's namespace, so you need read access there and a
 route to the S3 service's admin API), every key that is not a sound tenant
-key: keys of the platform credential itself (the broker issues none there;
-one with no policy of its own has every right of the platform credential),
-and keys under the strategy's tenant users that the broker did not make or
-that lack a policy of their own that is exactly their tenant's prefix.
-Run it once after upgrading from a release whose tenant keys were service
-accounts of the platform credential; --remove deletes what it lists.
-Exit code 1 when it finds anything it did not remove.`,
+key: keys under the strategy's tenant users that the broker did not make or
+that lack a policy of their own that is exactly their tenant's prefix;
+tenant keys of the earlier layout (children of the platform credential);
+keys of the platform credential itself (the broker issues none there; one
+with no policy of its own has every right of the platform credential); and
+keys of root with no policy of their own. Run it once after upgrading from a
+release whose tenant keys were children of the platform credential;
+--remove deletes the first three kinds.
+Keys of root without a policy of their own, and keys of the platform
+credential with a policy of their own, are listed for review and never
+removed. Exit code 1 while a removable key is left.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strategy == "" {
@@ -66,29 +70,34 @@ func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS string, remove boo
 	}
 	found, err := b.Audit(cmd.Context(), &s, remove)
 	if len(found) == 0 && err == nil {
-		fmt.Fprintf(e.streams.Out, "No unsound keys: strategy %s's platform credential has no keys of its own, and every tenant key is the broker's and confined to its tenant's prefix.\n", name)
+		fmt.Fprintf(e.streams.Out, "No unsound keys: strategy %s's platform credential has no keys of its own, root has none without a policy of its own, and every tenant key is the broker's and confined to its tenant's prefix.\n", name)
 		return nil
 	}
 	w := tabwriter.NewWriter(e.streams.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ACCESS KEY\tPARENT\tREMOVED\tWHY")
-	left := 0
+	fmt.Fprintln(w, "ACCESS KEY\tPARENT\tKIND\tREMOVED\tWHY")
+	left, review := 0, 0
 	for _, f := range found {
 		removed := "no"
-		if f.Removed {
+		switch {
+		case f.Removed:
 			removed = "yes"
-		} else {
+		case f.Kind.Removable():
 			left++
+		default:
+			removed = "review"
+			review++
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", f.AccessKeyID, f.Parent, removed, f.Why)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", f.AccessKeyID, f.Parent, f.Kind, removed, f.Why)
 	}
 	_ = w.Flush()
+	if review > 0 {
+		fmt.Fprintf(e.streams.ErrOut, "%s: %d keys to review by hand (--remove leaves them): delete those nobody made on purpose (mc admin user svcacct rm), see docs/runbook.md#etcdbackupbrokerplatformkeys.\n", e.name, review)
+	}
 	if err != nil {
 		return err
 	}
 	if left > 0 {
-		if !remove {
-			fmt.Fprintf(e.streams.ErrOut, "%s: %d keys found; run again with --remove to delete them, then rotate the platform credential if it was root (docs/runbook.md#etcdbackupbrokerplatformkeys).\n", e.name, left)
-		}
+		fmt.Fprintf(e.streams.ErrOut, "%s: %d keys to remove; run again with --remove to delete them.\n", e.name, left)
 		return silentFailure
 	}
 	return nil

@@ -45,7 +45,7 @@ func (r *Reconciler) reissueKey(ctx context.Context, o *observation) (bool, erro
 			continue
 		}
 		if _, err := r.Broker.Ensure(ctx, s, o.job.Namespace); err != nil {
-			if errors.Is(err, credbroker.ErrForeignSecret) || errors.Is(err, credbroker.ErrOverlappingScopes) {
+			if errors.Is(err, credbroker.ErrForeignSecret) || errors.Is(err, credbroker.ErrOverlappingScopes) || errors.Is(err, credbroker.ErrStrategyDeleting) {
 				return false, nil
 			}
 			return false, fmt.Errorf("re-issue the brokered key of Etcd strategy %s: %w", s.Name, err)

@@ -221,6 +221,34 @@ func (p *Provider) RemoveOwner(ctx context.Context, owner string) error {
 	return nil
 }
 
+// RootKeys lists the service accounts of the server's root user (when
+// the admin credential is not root itself): the user that has service
+// accounts and is not a regular user.
+func (p *Provider) RootKeys(ctx context.Context) ([]credbroker.Identity, error) {
+	owners, err := p.admin.UsersWithServiceAccounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list MinIO users with service accounts: %w", err)
+	}
+	regular, err := p.admin.ListUsers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list MinIO users: %w", err)
+	}
+	var out []credbroker.Identity
+	for _, user := range owners {
+		if _, ok := regular[user]; ok || user == p.admin.AccessKey() {
+			continue
+		}
+		accounts, err := p.admin.ListServiceAccountsOf(ctx, user)
+		if err != nil {
+			return nil, fmt.Errorf("list the MinIO service accounts of %s: %w", user, err)
+		}
+		for _, a := range accounts {
+			out = append(out, identity(a, ""))
+		}
+	}
+	return out, nil
+}
+
 // PlatformKeys lists the admin user's own service accounts.
 func (p *Provider) PlatformKeys(ctx context.Context) ([]credbroker.Identity, error) {
 	own, err := p.admin.ListServiceAccounts(ctx)

@@ -25,6 +25,22 @@ func (a *Admin) ListUsers(ctx context.Context) (map[string]UserInfo, error) {
 	return users, err
 }
 
+// UsersWithServiceAccounts lists the users that have service accounts,
+// root included (GET list-access-keys-bulk with all=true, which needs
+// admin:ListUsers and admin:ListServiceAccounts).
+func (a *Admin) UsersWithServiceAccounts(ctx context.Context) ([]string, error) {
+	var resp map[string]json.RawMessage
+	q := url.Values{"listType": {"svcacc-only"}, "all": {"true"}}
+	if err := a.call(ctx, http.MethodGet, "/list-access-keys-bulk", q, nil, true, &resp); err != nil {
+		return nil, err
+	}
+	users := make([]string, 0, len(resp))
+	for u := range resp {
+		users = append(users, u)
+	}
+	return users, nil
+}
+
 // UserExists reports whether user is a user of the server (GET user-info).
 func (a *Admin) UserExists(ctx context.Context, user string) (bool, error) {
 	var info UserInfo
