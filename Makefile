@@ -93,20 +93,16 @@ etcd-versions: $(BIN)/etcdutl $(ETCD_VERSION_BINS) ## Build etcdutl for bin/etcd
 $(BIN)/minio: $(TOOLS)/minio/go.mod $(TOOLS)/minio/tools.go
 	cd $(TOOLS)/minio && go build -o $@ github.com/minio/minio
 
-# The release's own tools, each from a module of its own: actionlint lints
-# .github/workflows, goreleaser checks .goreleaser.yaml and builds the
-# plugin as the release does (release-check).
+# actionlint, from a module of its own, lints .github/workflows
+# (release-check).
 $(BIN)/actionlint: $(TOOLS)/actionlint/go.mod
 	cd $(TOOLS)/actionlint && go build -o $@ github.com/rhysd/actionlint/cmd/actionlint
-
-$(BIN)/goreleaser: $(TOOLS)/goreleaser/go.mod
-	cd $(TOOLS)/goreleaser && go build -o $@ github.com/goreleaser/goreleaser/v2
 
 .PHONY: envtest-bins
 envtest-bins: $(BIN)/kube-apiserver $(BIN)/etcd $(BIN)/kube-controller-manager etcd-versions ## Build kube-apiserver, etcd, kube-controller-manager and the etcd versions from source into bin/ (reused when present).
 
 .PHONY: tools
-tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) $(BIN)/actionlint $(BIN)/goreleaser ## Build every tool the build and tests use.
+tools: envtest-bins $(BIN)/minio $(CONTROLLER_GEN) $(BIN)/actionlint ## Build every tool the build and tests use.
 
 ##@ Build and test
 
@@ -125,13 +121,16 @@ fmt-check: ## Fail when any Go file is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # test/alerts is a module of its own (it needs the Prometheus server's rule
-# engine, kept out of the driver's dependencies).
-ALERTS_MODULE := test/alerts
+# engine, kept out of the driver's dependencies); so is hack/release, the
+# plugin's release tool (its test checks a release it did not build).
+ALERTS_MODULE  := test/alerts
+RELEASE_MODULE := hack/release
 
 .PHONY: vet
-vet: ## go vet the module and test/alerts.
+vet: ## go vet the module, test/alerts and hack/release.
 	go vet ./...
 	cd $(ALERTS_MODULE) && go vet ./...
+	cd $(RELEASE_MODULE) && go vet ./...
 
 .PHONY: bench
 bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H) and the sandbox stand-in's three-member start, and print the figures.
@@ -184,7 +183,7 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Comm
 IMAGE_REPO ?= ghcr.io/etcd-backup-driver/etcd-backup-driver
 IMAGE_NAME ?= $(IMAGE_REPO):$(VERSION)
 # The repository has no LICENSE file: SPDX's NOASSERTION until its owners
-# choose one (then set it here and in .goreleaser.yaml).
+# choose one (then set it here).
 LICENSES   ?= NOASSERTION
 IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_CONTEXT   := $(BIN)/image/context
@@ -235,17 +234,37 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
 	@cat $(IMAGE_ENV)
 
-# What the release (.github/workflows/release.yml, .goreleaser.yaml) cannot
-# run here is checked here: the workflows by actionlint, the goreleaser
-# configuration by its own check, and the plugin's cross-compiled builds
-# (linux and darwin, amd64 and arm64), archives, checksums and krew manifest
-# by a snapshot release into dist/ (published nowhere; no signature or SBOM:
-# cosign and syft run in the release workflow only).
+# The plugin's release (hack/release): kubectl-etcd_backup and ebdctl for
+# linux and darwin on amd64 and arm64, built as image-context builds the
+# image's binaries (static, -trimpath, $(LDFLAGS)), each in a reproducible
+# tar.gz with README.md and docs/plugin.md, checksums.txt and the krew
+# manifest etcd-backup.yaml, into dist/. The binaries are kept in
+# bin/release/build, so go build relinks only what changed. Without
+# SNAPSHOT=1 only a clean checkout of the tag v$(VERSION) is released.
+DIST          := $(CURDIR)/dist
+RELEASE_BUILD := $(BIN)/release/build
+RELEASE_FLAGS  = -root $(CURDIR) -out $(DIST) -build $(RELEASE_BUILD) \
+	-version $(VERSION) -commit $(GIT_COMMIT) -date $(GIT_DATE) -ldflags '$(LDFLAGS)'
+SNAPSHOT ?=
+
+.PHONY: plugin-release
+plugin-release: ## Build the plugin's release into dist/: archives for linux and darwin on amd64 and arm64, checksums.txt and the krew manifest (the tag v$(VERSION), clean; SNAPSHOT=1: any checkout).
+	cd $(RELEASE_MODULE) && go run . $(if $(filter-out 0,$(SNAPSHOT)),-snapshot) $(RELEASE_FLAGS)
+
+# What the release (.github/workflows/release.yml) cannot run here is checked
+# here: the workflows by actionlint, and the plugin's release by a snapshot
+# run of plugin-release and hack/release's tests on what it wrote (every
+# archive holds its platform's binary, stamped; the host's says its version;
+# checksums and the krew manifest match; a second run, linked in a folder of
+# its own, gives the same bytes). Nothing is published; cosign and syft run
+# in the release workflow only.
 .PHONY: release-check
-release-check: $(BIN)/actionlint $(BIN)/goreleaser ## Lint the workflows, check .goreleaser.yaml, and build, archive and checksum the plugin for every platform the release ships, with its krew manifest (dist/).
+release-check: $(BIN)/actionlint ## Lint the workflows, build the plugin's release as a snapshot into dist/, and check it (hack/release's tests).
 	$(BIN)/actionlint
-	$(BIN)/goreleaser check
-	$(BIN)/goreleaser release --snapshot --clean --skip=sign,sbom
+	cd $(RELEASE_MODULE) && go run . -snapshot $(RELEASE_FLAGS)
+	cd $(RELEASE_MODULE) && RELEASE_DIST=$(DIST) RELEASE_REBUILD=$(BIN)/release/rebuild \
+		RELEASE_VERSION=$(VERSION) RELEASE_COMMIT=$(GIT_COMMIT) RELEASE_DATE=$(GIT_DATE) RELEASE_LDFLAGS='$(LDFLAGS)' \
+		go test -count=1 ./...
 
 # The packaged chart: version and appVersion $(VERSION), the image pinned
 # by IMAGE_DIGEST when given (the release passes the digest it pushed).
