@@ -13,7 +13,7 @@ func checkTagged(root, version, commit string) error {
 	tag := "v" + version
 	tagged, err := git(root, "rev-parse", "--verify", "--quiet", "refs/tags/"+tag+"^{commit}")
 	if err != nil {
-		return fmt.Errorf("no tag %s in %s (-snapshot builds an untagged commit): %w", tag, root, err)
+		return fmt.Errorf("no tag %s in %s (-snapshot, SNAPSHOT=1 to make, builds any checkout): %w", tag, root, err)
 	}
 	if tagged != commit {
 		return fmt.Errorf("tag %s is commit %s, not -commit %s", tag, tagged, commit)
