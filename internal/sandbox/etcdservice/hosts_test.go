@@ -18,6 +18,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -73,7 +74,9 @@ func TestPublishedHostsReachEachServiceAtItsPort(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
 	}
-	reader := liverevision.Reader{Secrets: env.Client, Dial: viaHostsFile, Timeout: 5 * time.Second}
+	loopback, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
+	g.Expect(err).NotTo(HaveOccurred())
+	reader := liverevision.Reader{Secrets: env.Client, Dial: viaHostsFile, Policy: loopback, Timeout: 5 * time.Second}
 	g.Eventually(func() error { _, err := reader.Revision(ctx, a.Namespace); return err }, 30*time.Second).Should(Succeed())
 	g.Eventually(func() error { _, err := reader.Revision(ctx, b.Namespace); return err }, 30*time.Second).Should(Succeed())
 	ipA, err := lookup(hosts, "etcd-client."+a.Namespace+".svc.cluster.local")
@@ -94,6 +97,9 @@ func TestPublishedHostsReachEachServiceAtItsPort(t *testing.T) {
 
 // lookup resolves name in the hosts file at path.
 func lookup(path, name string) (string, error) {
+	// A fully qualified name (the driver dials one) matches its line as
+	// Go's resolver matches /etc/hosts: without the trailing dot.
+	name = strings.TrimSuffix(name, ".")
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
