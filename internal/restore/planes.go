@@ -214,7 +214,13 @@ func (r *Reconciler) liftFence(ctx context.Context, o *observation) error {
 // Schema follows without a request (the client would ask the API
 // server's discovery again at each lookup of a kind it does not know).
 func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
-	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) || !r.kamajiInstalled(ctx) {
+	if !controllerutil.ContainsFinalizer(o.job, backupsv1alpha1.RestoreFinalizer) {
+		return nil
+	}
+	if installed, err := r.kamajiInstalled(ctx); err != nil || !installed {
+		if err != nil {
+			return fmt.Errorf("tell whether Kamaji is installed (its control planes are fenced before a purge): %w", err)
+		}
 		return nil
 	}
 	planes, err := cpfence.Find(ctx, r.Reader, &r.sharing, r.LiveReader, o.job.Namespace, o.job.UID)

@@ -140,13 +140,21 @@ func startDataStores(ctx context.Context, mgr ctrl.Manager) error {
 
 // kamajiInstalled: Kamaji's CRDs are installed (as the Schema follows
 // them), so its control planes are looked for. Without a Schema (tests)
-// the lookup itself tells.
-func (r *Reconciler) kamajiInstalled(ctx context.Context) bool {
+// the lookup itself tells. A CRD the driver cannot read (and never could)
+// is an error, never "not installed": a restore that took it for absent
+// would purge without fencing the control planes.
+func (r *Reconciler) kamajiInstalled(ctx context.Context) (bool, error) {
 	if r.Schema == nil {
-		return true
+		return true, nil
 	}
 	v := kamajiv1alpha1.GroupVersion.Version
-	return r.Schema.Installed(ctx, servedschema.TenantControlPlaneCRD, v) && r.Schema.Installed(ctx, servedschema.DataStoreCRD, v)
+	for _, crd := range []string{servedschema.TenantControlPlaneCRD, servedschema.DataStoreCRD} {
+		ok, err := r.Schema.InstalledKnown(ctx, crd, v)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // awaitKamaji returns true once Kamaji's CRDs are installed, false when
@@ -155,7 +163,7 @@ func (r *Reconciler) kamajiInstalled(ctx context.Context) bool {
 func (r *Reconciler) awaitKamaji(ctx context.Context) bool {
 	for {
 		changed := r.Schema.Changed()
-		if r.kamajiInstalled(ctx) {
+		if ok, _ := r.kamajiInstalled(ctx); ok {
 			return true
 		}
 		select {

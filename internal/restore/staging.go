@@ -20,6 +20,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // The staging step (internal/stagingjob) runs after the capture and before
@@ -282,7 +283,11 @@ func revisionCondition(o *observation, d decision) *metav1.Condition {
 	}
 	ann := o.staging.Annotations
 	c.Status = metav1.ConditionTrue
-	if live := ann[liveRevisionAnnotation]; live != "" {
+	// Both annotations are on a Job in the tenant's namespace, which the
+	// tenant may edit: only a number, and a bounded sentence, reach the
+	// RestoreJob's status (an unbounded one would make every status write
+	// of the job fail the CRD's maxLength).
+	if live := ann[liveRevisionAnnotation]; live != "" && isRevision(live) {
 		_, claim := stagingNames(o)
 		c.Reason = string(backupsv1alpha1.ReasonRevisionRaised)
 		c.Message = fmt.Sprintf("the live cluster was at revision %s; the snapshot was staged on PersistentVolumeClaim %s with its revision raised above %s and every earlier revision compacted, so watches from before the restore get 410 Gone and relist",
@@ -291,8 +296,14 @@ func revisionCondition(o *observation, d decision) *metav1.Condition {
 	}
 	c.Reason = string(backupsv1alpha1.ReasonRevisionBumpedBlind)
 	c.Message = fmt.Sprintf("the live revision could not be read (%s); the snapshot's revision was raised by %d (etcd's recommended bump) and every earlier revision compacted",
-		strings.TrimSpace(ann[liveRevisionErrorAnnotation]), stagingjob.UnknownLiveBump)
+		textlimit.Value(strings.TrimSpace(ann[liveRevisionErrorAnnotation])), stagingjob.UnknownLiveBump)
 	return c
+}
+
+// isRevision reports whether s is an etcd revision as the driver writes it.
+func isRevision(s string) bool {
+	n, err := strconv.ParseInt(s, 10, 64)
+	return err == nil && n >= 0 && strconv.FormatInt(n, 10) == s
 }
 
 // stagingSource is the bootstrap source of a re-create through the staging

@@ -114,23 +114,43 @@ func (s *Schema) Changed() <-chan struct{} {
 	return s.changed
 }
 
+// InstalledKnown is Installed for a decision that must not be taken on a
+// guess: it returns an error when crd has never been read (or watched)
+// successfully and cannot be read now, where Installed says "not
+// installed". A CRD that cannot be read is not a CRD that is absent.
+func (s *Schema) InstalledKnown(ctx context.Context, crd, version string) (bool, error) {
+	a, err := s.answerOrErr(ctx, crd)
+	return slices.Contains(a.served, version), err
+}
+
 // answerFor is crd's answer: watched, read within refresh, or read now.
 func (s *Schema) answerFor(ctx context.Context, crd string) answer {
+	a, _ := s.answerOrErr(ctx, crd)
+	return a
+}
+
+// answerOrErr is answerFor that says when there is no answer at all: the
+// CRD unreadable now and never read before (the answer is then the
+// driver's own schema's: nothing missing, nothing served).
+func (s *Schema) answerOrErr(ctx context.Context, crd string) (answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r, ok := s.read[crd]; ok && (r.watched || time.Since(r.at) <= refresh) {
-		return r.answer
+		return r.answer, nil
 	}
 	a, err := s.readOne(ctx, crd)
 	if err != nil {
 		// Unreadable: the last answer stands (or the driver's own schema).
-		return s.read[crd].answer
+		if r, ok := s.read[crd]; ok {
+			return r.answer, nil
+		}
+		return answer{}, err
 	}
 	if s.read == nil {
 		s.read = map[string]readCRD{}
 	}
 	s.read[crd] = readCRD{answer: a, at: time.Now()}
-	return a
+	return a, nil
 }
 
 // Serves reports whether crd serves field.
