@@ -156,10 +156,11 @@ stage-bin: ## Build bin/etcd-stage (skipped with a notice when ./cmd/etcd-stage 
 		echo "stage-bin: ./cmd/etcd-stage does not exist yet; bin/etcd-stage not built (the sandbox cannot stage restores)"; \
 	fi
 
-# The image first: test/e2e/image runs the driver and the staging step from
+# The image first, built twice and compared (image-reproducible leaves the
+# second build): test/e2e/image runs the driver and the staging step from
 # it (container mode), and fails, saying how to install podman, without it.
 .PHONY: test
-test: envtest-bins $(BIN)/minio stage-bin image release-check ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image; release-check).
+test: envtest-bins $(BIN)/minio stage-bin image-reproducible release-check ## Run every test, envtest suites included (and test/alerts, the chart's alerts on real metrics; test/e2e/image, the driver from its image; release-check).
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(ALERTS_MODULE) && go test $(GO_TEST_FLAGS) ./...
 
@@ -188,8 +189,10 @@ LICENSES   ?= NOASSERTION
 IMAGE_PLATFORMS ?= linux/$(shell go env GOARCH)
 IMAGE_CONTEXT   := $(BIN)/image/context
 IMAGE_ARCHIVE    = $(BIN)/etcd-backup-driver-$(VERSION).oci.tar
-# What `make image` built: IMAGE (its name), IMAGE_ID, IMAGE_DIGEST, the
-# archive and its manifest's digest, and the storage
+# What `make image` built: IMAGE (its name), IMAGE_ID, IMAGE_STORAGE_DIGEST
+# (the manifest digest in local storage, uncompressed layers: nothing can
+# pull it; the archive's, IMAGE_ARCHIVE_DIGEST, is what a push of the
+# archive keeps), the archive and its manifest's digest, and the storage
 # below; the sandbox's container mode and its test read it.
 IMAGE_ENV := $(BIN)/image/image.env
 
@@ -202,9 +205,9 @@ BUILDAH          := buildah $(CONTAINERS_STORE)
 export CONTAINERS_CONF := $(CURDIR)/hack/containers/containers.conf
 
 .PHONY: image-tools
-image-tools: ## Fail, saying how to install them, unless buildah, podman and runc are on PATH.
-	@for t in buildah podman runc; do command -v $$t >/dev/null || { \
-		echo "$$t is not installed: as root, apt-get install -y podman buildah runc (Debian/Ubuntu), or dnf install -y podman buildah runc" >&2; exit 1; }; done
+image-tools: ## Fail, saying how to install them, unless buildah, podman, runc and jq are on PATH.
+	@for t in buildah podman runc jq; do command -v $$t >/dev/null || { \
+		echo "$$t is not installed: as root, apt-get install -y podman buildah runc jq (Debian/Ubuntu), or dnf install -y podman buildah runc jq" >&2; exit 1; }; done
 
 .PHONY: image-context
 image-context: ## Lay out the image's build context in bin/image/context: static manager and etcd-stage per platform (IMAGE_PLATFORMS), the CA bundle.
@@ -228,7 +231,7 @@ image: image-tools image-context ## Build the image (buildah, offline, reproduci
 	rm -f $(IMAGE_ARCHIVE)
 	$(BUILDAH) push --quiet $(IMAGE_NAME) oci-archive:$(IMAGE_ARCHIVE):$(IMAGE_NAME)
 	{ echo "IMAGE=$(IMAGE_NAME)"; echo "IMAGE_ID=$$(cat $(BIN)/image/iid)"; \
-	  echo "IMAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE_NAME))"; \
+	  echo "IMAGE_STORAGE_DIGEST=$$($(BUILDAH) inspect --type image --format '{{.FromImageDigest}}' $(IMAGE_NAME))"; \
 	  echo "IMAGE_ARCHIVE=$(IMAGE_ARCHIVE)"; \
 	  echo "IMAGE_ARCHIVE_DIGEST=$$(tar -xOf $(IMAGE_ARCHIVE) index.json | jq -r '.manifests[0].digest')"; \
 	  echo "CONTAINERS_DIR=$(CONTAINERS_DIR)"; } > $(IMAGE_ENV).tmp && mv $(IMAGE_ENV).tmp $(IMAGE_ENV)
@@ -281,7 +284,7 @@ image-reproducible: ## Build the image twice from a fresh context and fail unles
 	rm -f $(BIN)/image/first.env && cp $(IMAGE_ENV) $(BIN)/image/first.env
 	$(BUILDAH) rmi --force $(IMAGE_NAME) >/dev/null
 	$(MAKE) --no-print-directory image
-	@for k in IMAGE_ID IMAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
+	@for k in IMAGE_ID IMAGE_STORAGE_DIGEST IMAGE_ARCHIVE_DIGEST; do \
 		first=$$(grep "^$$k=" $(BIN)/image/first.env | cut -d= -f2); second=$$(grep "^$$k=" $(IMAGE_ENV) | cut -d= -f2); \
 		if [ -z "$$first" ] || [ "$$first" != "$$second" ]; then echo "image-reproducible: two builds of $(GIT_COMMIT) differ in $$k: '$$first', '$$second'" >&2; exit 1; fi; \
 		echo "image-reproducible: $$k of both builds: $$first"; \

@@ -87,6 +87,20 @@ func TestDriverFlagsFollowValues(t *testing.T) {
 			g.Expect(managerContainer(g, renderDriver(t, tc.values))["args"]).To(ContainElement(tc.arg))
 		})
 	}
+	t.Run("an S3 CA bundle is mounted from its ConfigMap and named by --s3-ca-file", func(t *testing.T) {
+		g := NewWithT(t)
+		objs := renderDriver(t, map[string]any{"s3CA": map[string]any{"configMap": "corp-ca", "key": "bundle.pem"}})
+		c := managerContainer(g, objs)
+		g.Expect(c["args"]).To(ContainElement("--s3-ca-file=/etc/etcd-backup-driver/s3-ca/bundle.pem"))
+		g.Expect(c["volumeMounts"]).To(ConsistOf(And(HaveKeyWithValue("name", "s3-ca"),
+			HaveKeyWithValue("mountPath", "/etc/etcd-backup-driver/s3-ca"), HaveKeyWithValue("readOnly", true))))
+		d := Find(objs, "Deployment", "etcd-backup-driver")
+		g.Expect(field(g, d, "spec", "template", "spec", "volumes")).To(ConsistOf(And(HaveKeyWithValue("name", "s3-ca"),
+			HaveKeyWithValue("configMap", HaveKeyWithValue("name", "corp-ca")))))
+		plain := managerContainer(g, renderDriver(t, nil))
+		g.Expect(plain).NotTo(HaveKey("volumeMounts"), "nothing mounted unless asked")
+		g.Expect(fmt.Sprint(plain["args"])).NotTo(ContainSubstring("--s3-ca-file"))
+	})
 	t.Run("metrics off drops the Service", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(Find(renderDriver(t, map[string]any{"metrics": map[string]any{"enabled": false}}), "Service", "etcd-backup-driver-metrics")).To(BeNil())
