@@ -104,8 +104,11 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.captureCluster(ctx, o)
 	case stateSuspendHelmRelease:
 		return r.setSuspend(ctx, o.hr, true)
+	case stateCarrySeal:
+		return r.seal(ctx, o, sealedRecreated(o))
 	case stateRestoreHelmRelease:
-		// A sealed success is in the capture, which Flux does not touch.
+		// A sealed success is in the capture, which Flux does not touch
+		// (an earlier driver's seal was carried there first).
 		if err := r.setSuspend(ctx, o.hr, false); err != nil {
 			return err
 		}
@@ -349,18 +352,22 @@ func (r *Reconciler) restoreProgressDeadline(ctx context.Context, o *observation
 	if rollbackOf(o.job) != nil || sealed(o) {
 		return nil
 	}
-	return r.seal(ctx, o)
+	return r.seal(ctx, o, o.cluster.UID)
 }
 
-// seal records in the capture that this job's re-created cluster (by UID)
-// was found healthy: the restore succeeded.
-func (r *Reconciler) seal(ctx context.Context, o *observation) error {
+// seal records in the capture that this job's re-created cluster (by UID,
+// when known) was found healthy: the restore succeeded. The merge patch
+// sets those keys alone, so repeating it is harmless.
+func (r *Reconciler) seal(ctx context.Context, o *observation, recreated types.UID) error {
 	// The label only names the tenant for whoever watches the write (the
 	// raw patch carries the data alone).
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: o.capture.namespace, Name: o.capture.name,
 		Labels: map[string]string{backupsv1alpha1.CaptureForLabel: o.job.Namespace}}}
-	body, err := json.Marshal(map[string]any{"data": map[string]string{
-		captureKeyRecreated: string(o.cluster.UID), captureKeySucceeded: string(o.job.UID)}})
+	data := map[string]string{captureKeySucceeded: string(o.job.UID)}
+	if recreated != "" {
+		data[captureKeyRecreated] = string(recreated)
+	}
+	body, err := json.Marshal(map[string]any{"data": data})
 	if err != nil {
 		return err
 	}

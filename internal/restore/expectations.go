@@ -151,6 +151,8 @@ func expectationOf(s state, b before) expectation {
 		return func(o *observation) bool {
 			return o.cluster == nil || o.cluster.UID != b.clusterUID || (progressDeadlineRestored(o) && (rollbackOf(o.job) != nil || sealed(o)))
 		}
+	case stateCarrySeal:
+		return func(o *observation) bool { return o.capture == nil || o.capture.succeeded }
 	case stateLiftFence:
 		return func(o *observation) bool { return len(fencedByUs(o)) == 0 }
 	}

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -83,6 +84,9 @@ const (
 	// stateWaitRevision waits for its end (liverevision.Reads).
 	stateReadRevision
 	stateWaitRevision
+	// stateCarrySeal copies an earlier driver's seal into the capture
+	// before the hand-back (sealed).
+	stateCarrySeal
 )
 
 var stateNames = map[state]string{
@@ -101,6 +105,7 @@ var stateNames = map[state]string{
 	stateAbandonSafetySnapshot:   "AbandonSafetySnapshot",
 	stateRestoreProgressDeadline: "RestoreProgressDeadline",
 	stateReadRevision:            "ReadRevision", stateWaitRevision: "WaitRevision",
+	stateCarrySeal: "CarrySeal",
 }
 
 func (s state) String() string { return stateNames[s] }
@@ -141,6 +146,9 @@ func decide(o *observation, defaultTimeout time.Duration) decision {
 		return decideHandBack(o, out)
 	}
 	if sealed(o) {
+		if legacySealOnly(o) {
+			return decision{state: stateCarrySeal}
+		}
 		if len(fencedByUs(o)) > 0 {
 			// Restarting control planes takes a while: the outcome is
 			// written first, for the user to see while it happens.
@@ -309,7 +317,9 @@ func recoveryAdvice(o *observation) string {
 // capture, which is deleted only after the end is written; Flux may
 // rewrite the cluster once the HelmRelease is resumed, which changes
 // nothing. A capture of an earlier driver keeps that driver's seal, on the
-// cluster and the HelmRelease.
+// cluster and the HelmRelease; it is carried into the capture before any
+// other step (legacySealOnly), so the resume that follows cannot lose it
+// when Flux rewrites the cluster.
 func sealed(o *observation) bool {
 	if rollbackOf(o.job) != nil || o.capture == nil {
 		return false
@@ -325,6 +335,29 @@ func sealed(o *observation) bool {
 		return true
 	}
 	return o.cluster != nil && recreatedBy(o) && o.cluster.GetAnnotations()[backupsv1alpha1.RestoreSucceededAnnotation] == uid
+}
+
+// legacySealOnly: the restore is sealed, but only by an earlier driver's
+// annotation (on the cluster it re-created, or on the HelmRelease, which
+// that driver sealed with its resume), which is read for its captures
+// alone. Such a driver may have been stopped after the seal and before the
+// resume: once this one resumes the HelmRelease, Flux may rewrite the
+// cluster and drop its annotations, and with them the seal, and a restore
+// that no longer knows the cluster as its own would replace it. So the
+// seal goes into the capture first (stateCarrySeal, one patch, as the seal
+// of this driver's own restores); from then on it is read there.
+func legacySealOnly(o *observation) bool {
+	return o.capture != nil && o.capture.legacy && !o.capture.succeeded && sealed(o)
+}
+
+// sealedRecreated is the UID a seal records as the re-created cluster's:
+// the live cluster's when it is this job's, else none (a legacy seal on the
+// HelmRelease alone, the cluster rewritten).
+func sealedRecreated(o *observation) types.UID {
+	if o.cluster != nil && recreatedBy(o) {
+		return o.cluster.UID
+	}
+	return ""
 }
 
 // sealedSuccess is the conclusion a sealed restore implies.

@@ -368,11 +368,30 @@ func TestDecide(t *testing.T) {
 			o.cluster.UID = "another-uid"
 			o.hr.Spec.Suspend, o.holder = false, nil
 		}, stateFinish, backupsv1alpha1.ReasonRestoreCompleted},
-		"a capture of an earlier driver: its seal on the cluster holds": {func(o *observation) {
+		"a capture of an earlier driver: its seal on the cluster holds and is carried into the capture first": {func(o *observation) {
 			ours(o, "b", key, 0, false)
 			o.capture.legacy = true
 			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+		}, stateCarrySeal, ""},
+		"a capture of an earlier driver: its seal on the HelmRelease is carried too": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.capture.legacy = true
+			o.cluster.Annotations = nil
+			o.hr.Annotations = map[string]string{backupsv1alpha1.RestoreSucceededAnnotation: string(o.job.UID)}
+		}, stateCarrySeal, ""},
+		"a capture of an earlier driver, its seal carried: the HelmRelease is resumed": {func(o *observation) {
+			ours(o, "b", key, 0, false)
+			o.capture.legacy = true
+			o.cluster.Annotations[backupsv1alpha1.RestoreSucceededAnnotation] = string(o.job.UID)
+			sealInCapture(o)
 		}, stateRestoreHelmRelease, ""},
+		"a capture of an earlier driver, its seal carried: the cluster's marks no longer matter": {func(o *observation) {
+			ours(o, "b", key, 3, true)
+			o.capture.legacy, o.capture.uid = true, "old-uid"
+			sealInCapture(o)
+			o.cluster.Annotations = nil
+			o.hr.Spec.Suspend = false
+		}, stateReleaseClaim, ""},
 		"the cluster this process created is known by its UID, not by annotations": {func(o *observation) {
 			ours(o, "b", key, 3, true)
 			purgedWorld(o)

@@ -60,6 +60,10 @@ var s3Creds = s3server.Credentials{AccessKeyID: "restore-test", SecretAccessKey:
 // measured in tens of minutes); tests that set it reset it.
 var clockSkew atomic.Int64
 
+// testReconciler is the restore controller under test (tests that play a
+// driver upgrade make it forget what it made).
+var testReconciler *Reconciler
+
 // writes records every write the controller makes, per namespace, and
 // injects faults into them.
 var writes = &writeLog{byNS: map[string][]string{}}
@@ -128,6 +132,7 @@ func TestMain(m *testing.M) {
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)
 		}
+		testReconciler = r
 		// The BackupJob controller runs too, to show BackupJobs wait for a
 		// restore's claim.
 		bj := &backupjob.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
