@@ -2,7 +2,6 @@ package restore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -317,100 +315,6 @@ func stagingSource(o *observation) *etcdv1alpha2.PVCSource {
 	return &etcdv1alpha2.PVCSource{ClaimName: claim, SubPath: file}
 }
 
-// settles: the restore may have made a staging claim (it took its claim
-// with the revision to raise, or its Job is there).
-func settles(o *observation) bool {
-	return o.staging != nil || (o.opts.bumpRevision() && o.job.Status.StartedAt != nil)
-}
-
-// settleStaging hands the staging claim to the cluster that boots from it
-// (so it lives exactly as long as that cluster) or deletes it, and deletes
-// the staging Job with its Pods unless the claim lives on with a finished
-// Job: a finished Pod still names the claim, and PVC protection would keep
-// a deleted claim Terminating for the Job's TTL (a day). The report the
-// Job left is in the RestoreJob's status by then. A finished Job whose
-// claim seeds the cluster stays for its Pods' logs until its TTL
-// (stagingjob.TTLAfterFinished).
-func (r *Reconciler) settleStaging(ctx context.Context, o *observation) error {
-	done, err := r.handMadeClaim(ctx, o)
-	if err != nil {
-		return err
-	}
-	if !done {
-		if err := r.settleReadClaim(ctx, o); err != nil {
-			return err
-		}
-	}
-	j := o.staging
-	if j == nil || !j.DeletionTimestamp.IsZero() || (usesStaging(o) && stagingDone(o)) {
-		return nil
-	}
-	err = r.Client.Delete(ctx, j, client.PropagationPolicy(metav1.DeletePropagationBackground), client.Preconditions{UID: &j.UID})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("delete staging Job %s/%s: %w", j.Namespace, j.Name, err)
-	}
-	return nil
-}
-
-// settleReadClaim settles the staging claim after reading it: handed to
-// the cluster that boots from it, deleted when this restore's and unused,
-// left alone when it is not this restore's.
-func (r *Reconciler) settleReadClaim(ctx context.Context, o *observation) error {
-	_, name := stagingNames(o)
-	pvc := &corev1.PersistentVolumeClaim{}
-	err := r.LiveReader.Get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: name}, pvc)
-	switch {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return fmt.Errorf("read staging PersistentVolumeClaim %s/%s: %w", o.job.Namespace, name, err)
-	case pvc.Labels[backupsv1alpha1.StagingLabel] != string(o.job.UID):
-		// Not ours: left alone.
-	case usesStaging(o):
-		return r.ownClaimByCluster(ctx, o, pvc)
-	default:
-		if err := r.Client.Delete(ctx, pvc); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
-		}
-	}
-	return nil
-}
-
-// handMadeClaim settles a claim this process made without reading it
-// first: it hands it to the cluster that boots from it (a strategic merge
-// patch adding the cluster's owner reference, merged by UID, so repeating
-// it is harmless) or deletes it, either way on exactly the claim made,
-// named by its UID. A claim by that name with another UID refuses both,
-// and is then read and judged. done is false when the claim is not one
-// this process made, or its Job still runs.
-func (r *Reconciler) handMadeClaim(ctx context.Context, o *observation) (bool, error) {
-	uid, made := r.made.claimUID(o.job.UID)
-	if !made || !stagingDone(o) {
-		return false, nil
-	}
-	_, name := stagingNames(o)
-	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: o.job.Namespace, Name: name}}
-	var err error
-	if usesStaging(o) {
-		ref := metav1.OwnerReference{APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: o.cluster.Name, UID: o.cluster.UID}
-		body, merr := json.Marshal(map[string]any{"metadata": map[string]any{"uid": uid, "ownerReferences": []metav1.OwnerReference{ref}}})
-		if merr != nil {
-			return false, merr
-		}
-		err = r.Client.Patch(ctx, pvc, client.RawPatch(types.StrategicMergePatchType, body))
-	} else {
-		err = r.Client.Delete(ctx, pvc, client.Preconditions{UID: &uid})
-	}
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return true, nil
-	case apierrors.IsInvalid(err), apierrors.IsConflict(err):
-		// Not the claim made (its UID differs): judged after a read.
-		r.made.forget(o.job.UID)
-		return false, nil
-	}
-	return false, fmt.Errorf("settle staging PersistentVolumeClaim %s/%s: %w", pvc.Namespace, pvc.Name, err)
-}
-
 // stagingDone: no staging Job of this restore is still running (the
 // settle stops one that is, which needs the read path's care).
 func stagingDone(o *observation) bool {
@@ -429,22 +333,6 @@ func usesStaging(o *observation) bool {
 	p := o.cluster.Spec.Bootstrap.Restore.Source.PVC
 	_, claim := stagingNames(o)
 	return p != nil && p.ClaimName == claim
-}
-
-func (r *Reconciler) ownClaimByCluster(ctx context.Context, o *observation, pvc *corev1.PersistentVolumeClaim) error {
-	for _, ref := range pvc.OwnerReferences {
-		if ref.UID == o.cluster.UID {
-			return nil
-		}
-	}
-	patch := client.MergeFromWithOptions(pvc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	pvc.OwnerReferences = append(pvc.OwnerReferences, metav1.OwnerReference{
-		APIVersion: etcdv1alpha2.GroupVersion.String(), Kind: "EtcdCluster", Name: o.cluster.Name, UID: o.cluster.UID,
-	})
-	if err := r.Client.Patch(ctx, pvc, patch); err != nil {
-		return fmt.Errorf("hand staging PersistentVolumeClaim %s/%s to EtcdCluster %s: %w", pvc.Namespace, pvc.Name, o.cluster.Name, err)
-	}
-	return nil
 }
 
 // readStagingClaim reads the staging claim that observeStaging left unread:
