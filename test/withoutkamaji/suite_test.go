@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
@@ -87,11 +88,29 @@ func removeKamaji(ctx context.Context) error {
 			return err
 		}
 	}
+	// The API server drops a CRD once its cleanup finalizer has run, and
+	// its discovery document after that; on a loaded machine (the CI runs
+	// packages two at a time) the first took over a minute once.
+	deadline := time.Now().Add(3 * time.Minute)
+	for _, name := range kamajiCRDs {
+		for {
+			crd := &unstructured.Unstructured{}
+			crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+			err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd)
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("CRD %s is not gone: %v (deletion %v, finalizers %v, status %v)", name, err,
+					crd.GetDeletionTimestamp(), crd.GetFinalizers(), crd.Object["status"])
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := dc.ServerResourcesForGroupVersion(kamajiv1alpha1.GroupVersion.String())
 		if apierrors.IsNotFound(err) {
