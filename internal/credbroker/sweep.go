@@ -74,13 +74,7 @@ func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy *strategyv
 	l := log.FromContext(ctx).WithValues("namespace", ns, "owner", h.Owner.Name)
 	if ns == "" {
 		l.Info("deleting the tenant keys of a namespace that is gone")
-		errs := []error{p.RemoveOwner(ctx, h.Owner.Name)}
-		for _, k := range h.Keys {
-			if k.Parent != h.Owner.Name {
-				errs = append(errs, p.Delete(ctx, k.AccessKeyID))
-			}
-		}
-		return 0, errors.Join(errs...)
+		return 0, removeHolding(ctx, p, h)
 	}
 	var s corev1.Secret
 	err := b.Reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: SecretName(strategy.Name)}, &s)
@@ -208,6 +202,18 @@ func (b *Broker) liveOwners(ctx context.Context, strategy string) (map[string]st
 	return owners, nil
 }
 
+// removeHolding deletes an owner with the keys under it, and the keys of
+// its name the provider lists under another parent (the old layout's).
+func removeHolding(ctx context.Context, p Provider, h Holding) error {
+	errs := []error{p.RemoveOwner(ctx, h.Owner.Name)}
+	for _, k := range h.Keys {
+		if k.Parent != h.Owner.Name {
+			errs = append(errs, p.Delete(ctx, k.AccessKeyID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Remove deletes every owner of strategy with its keys, and every tenant
 // Secret that holds one: the strategy is going.
 func (b *Broker) Remove(ctx context.Context, strategy *strategyv1alpha1.Etcd) error {
@@ -221,12 +227,7 @@ func (b *Broker) Remove(ctx context.Context, strategy *strategyv1alpha1.Etcd) er
 	}
 	var errs []error
 	for _, h := range holdings {
-		errs = append(errs, p.RemoveOwner(ctx, h.Owner.Name))
-		for _, k := range h.Keys {
-			if k.Parent != h.Owner.Name {
-				errs = append(errs, p.Delete(ctx, k.AccessKeyID))
-			}
-		}
+		errs = append(errs, removeHolding(ctx, p, h))
 	}
 	// One Get per namespace: the driver may not list Secrets in bulk.
 	var namespaces corev1.NamespaceList
