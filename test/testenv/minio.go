@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,17 +192,13 @@ func (m *MinIO) AddPlatformUser(name, bucket string) (accessKeyID, secretAccessK
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	secret := make([]byte, 16)
-	_, _ = rand.Read(secret)
-	secretAccessKey = hex.EncodeToString(secret)
-	body := struct {
-		SecretKey string `json:"secretKey"`
-		Status    string `json:"status"`
-	}{secretAccessKey, "enabled"}
+	if secretAccessKey, err = brokerminio.RandomSecret(); err != nil {
+		return "", "", err
+	}
 	if err := root.AddPolicy(ctx, name, doc); err != nil {
 		return "", "", fmt.Errorf("testenv: minio platform policy: %w", err)
 	}
-	if err := root.Raw(ctx, http.MethodPut, "/add-user", url.Values{"accessKey": {name}}, body, true, nil); err != nil {
+	if err := root.AddUser(ctx, name, secretAccessKey); err != nil {
 		return "", "", fmt.Errorf("testenv: minio platform user: %w", err)
 	}
 	if err := root.SetUserPolicy(ctx, name, name); err != nil {

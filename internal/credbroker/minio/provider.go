@@ -95,7 +95,13 @@ func (p *Provider) ensureParent(ctx context.Context, user string, scope credbrok
 		return fmt.Errorf("read it: %w", err)
 	}
 	if !exists {
-		if err := p.admin.AddUser(ctx, user); err != nil {
+		// A secret nobody keeps: the user exists to be the parent of
+		// service accounts, never to sign requests.
+		secret, err := RandomSecret()
+		if err != nil {
+			return err
+		}
+		if err := p.admin.AddUser(ctx, user, secret); err != nil {
 			return fmt.Errorf("create it: %w", err)
 		}
 	}

@@ -51,19 +51,23 @@ func (a *Admin) UserExists(ctx context.Context, user string) (bool, error) {
 	return err == nil, err
 }
 
-// AddUser creates user with a random secret key nobody keeps: the user
-// exists to be the parent of service accounts, never to sign requests
-// (PUT add-user).
-func (a *Admin) AddUser(ctx context.Context, user string) error {
-	secret := make([]byte, 20)
-	if _, err := rand.Read(secret); err != nil {
-		return err
-	}
+// AddUser creates user (or sets its secret key) with secretKey (8 to 40
+// characters), enabled (PUT add-user).
+func (a *Admin) AddUser(ctx context.Context, user, secretKey string) error {
 	body := struct {
 		SecretKey string `json:"secretKey"`
 		Status    string `json:"status"`
-	}{hex.EncodeToString(secret), "enabled"}
+	}{secretKey, "enabled"}
 	return a.call(ctx, http.MethodPut, "/add-user", url.Values{"accessKey": {user}}, body, true, nil)
+}
+
+// RandomSecret is a secret key of 40 hex characters, MinIO's longest.
+func RandomSecret() (string, error) {
+	b := make([]byte, 20)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
 }
 
 // RemoveUser deletes user and, with it, every service account it is the
