@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -16,12 +17,10 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
-// A safety snapshot the operator never finishes (it died under it) does not
-// hold the restore claim for ever: past its bound the restore fails with
-// the live cluster untouched, the snapshot is deleted (it cannot land later
-// as an object no Backup records), and the claim is free for the next job.
-func TestSafetySnapshotNobodyFinishesIsBounded(t *testing.T) {
-	g := NewWithT(t)
+// stalledSafetySnapshot starts a restore in a new namespace whose
+// etcd-operator starts its safety snapshot and never finishes it, and
+// returns once the snapshot is Started, with the live cluster as it was.
+func stalledSafetySnapshot(t *testing.T, g Gomega) (string, *backupsv1alpha1.RestoreJob, *etcdv1alpha2.EtcdSnapshot, *unstructured.Unstructured) {
 	ctx := context.Background()
 	ns := newNamespace(t)
 	deployApp(t, ns, appOpts{})
@@ -37,6 +36,17 @@ func TestSafetySnapshotNobodyFinishesIsBounded(t *testing.T) {
 		_ = k.Get(ctx, keyOf(ns, safetyName(rj)), snap)
 		return snap.Status.Phase
 	}).WithTimeout(30 * time.Second).Should(Equal(etcdv1alpha2.SnapshotPhaseStarted))
+	return ns, rj, snap, before
+}
+
+// A safety snapshot the operator never finishes (it died under it) does not
+// hold the restore claim for ever: past its bound the restore fails with
+// the live cluster untouched, the snapshot is deleted (it cannot land later
+// as an object no Backup records), and the claim is free for the next job.
+func TestSafetySnapshotNobodyFinishesIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns, rj, snap, before := stalledSafetySnapshot(t, g)
 
 	// Past the bound (and the restore's own deadline). The next event on
 	// the snapshot wakes the job.
@@ -65,20 +75,7 @@ func TestSafetySnapshotNobodyFinishesIsBounded(t *testing.T) {
 func TestDeletedRestoreAbandonsItsSafetySnapshotAtOnce(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := newNamespace(t)
-	deployApp(t, ns, appOpts{})
-	op := startOperator(t, ns)
-	op.Set(func(op *testenv.Operator) { op.StallSnapshots = true })
-	before := getCluster(g, ns)
-
-	g.Expect(k.Create(ctx, ourBackup(ns, "b", "b-aaaaa"))).To(Succeed())
-	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "b", ""))).To(Succeed())
-	rj := waitReason(t, ns, "restore", backupsv1alpha1.ReasonSafetySnapshotRunning)
-	snap := &etcdv1alpha2.EtcdSnapshot{}
-	g.Eventually(func() etcdv1alpha2.SnapshotPhase {
-		_ = k.Get(ctx, keyOf(ns, safetyName(rj)), snap)
-		return snap.Status.Phase
-	}).WithTimeout(30 * time.Second).Should(Equal(etcdv1alpha2.SnapshotPhaseStarted))
+	ns, rj, snap, before := stalledSafetySnapshot(t, g)
 	g.Expect(claimHolder(g, ns)).NotTo(BeNil())
 
 	g.Expect(k.Delete(ctx, rj)).To(Succeed())

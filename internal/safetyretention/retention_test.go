@@ -77,37 +77,41 @@ func TestSafetyBackupsHaveARetention(t *testing.T) {
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: all[1].Name}}}
 	g.Expect(env.Client.Create(ctx, reading)).To(Succeed())
 
+	startDriver(t, g)
+	g.Eventually(func() []bool { return present(g, all) }).WithTimeout(20*time.Second).Should(Equal([]bool{false, true, false, true, true, true}),
+		"want the newest three and the one RestoreJob %s reads", reading.Name)
+}
+
+// startDriver runs the driver until the test ends. The RestoreJobs stay
+// as the test made them: no restore controller runs them (in these
+// namespaces, with no cluster, they would fail at once, and then rightly no
+// longer hold their Backups; the CI met that race).
+func startDriver(t *testing.T, g Gomega) {
 	o := manager.DefaultOptions()
 	o.MetricsAddr, o.ProbeAddr = "0", "0"
 	o.SkipControllerNameValidation = true
-	// The RestoreJob stays unfinished: no restore controller runs it (in
-	// this namespace, with no cluster, it would fail at once, and then
-	// rightly no longer hold its Backup; the CI met that race).
 	o.DisabledControllers = []string{"restore"}
 	mgr, err := manager.New(env.Config, o)
 	g.Expect(err).NotTo(HaveOccurred())
-	mctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
+	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+}
 
-	exists := func(b *backupsv1alpha1.Backup) bool {
+// present says, for each Backup, whether it still exists and is not
+// being deleted.
+func present(g Gomega, backups []*backupsv1alpha1.Backup) []bool {
+	out := make([]bool, 0, len(backups))
+	for _, b := range backups {
 		var got backupsv1alpha1.Backup
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(b), &got)
-		if apierrors.IsNotFound(err) {
-			return false
+		err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &got)
+		if !apierrors.IsNotFound(err) {
+			g.Expect(err).NotTo(HaveOccurred())
 		}
-		g.Expect(err).NotTo(HaveOccurred())
-		return got.DeletionTimestamp == nil
+		out = append(out, err == nil && got.DeletionTimestamp == nil)
 	}
-	g.Eventually(func() []bool {
-		var out []bool
-		for _, b := range all {
-			out = append(out, exists(b))
-		}
-		return out
-	}).WithTimeout(20*time.Second).Should(Equal([]bool{false, true, false, true, true, true}),
-		"want the newest three and the one RestoreJob %s reads", reading.Name)
+	return out
 }
 
 // endRestore gives rj the status the driver writes when it ends Failed
@@ -162,33 +166,8 @@ func TestFailedRestoreNeedingAHandKeepsItsSafetyBackup(t *testing.T) {
 		all = append(all, safetyBackup(g, keys, ns.Name, fmt.Sprintf("later-%d", i), types.UID(fmt.Sprintf("later-%d", i)), t0.Add(time.Duration(5+i)*time.Hour)))
 	}
 
-	o := manager.DefaultOptions()
-	o.MetricsAddr, o.ProbeAddr = "0", "0"
-	o.SkipControllerNameValidation = true
-	o.DisabledControllers = []string{"restore"}
-	mgr, err := manager.New(env.Config, o)
-	g.Expect(err).NotTo(HaveOccurred())
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-
-	exists := func(b *backupsv1alpha1.Backup) bool {
-		var got backupsv1alpha1.Backup
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(b), &got)
-		if apierrors.IsNotFound(err) {
-			return false
-		}
-		g.Expect(err).NotTo(HaveOccurred())
-		return got.DeletionTimestamp == nil
-	}
-	state := func() []bool {
-		var out []bool
-		for _, b := range all {
-			out = append(out, exists(b))
-		}
-		return out
-	}
+	startDriver(t, g)
+	state := func() []bool { return present(g, all) }
 	g.Eventually(state).WithTimeout(20*time.Second).Should(Equal([]bool{true, false, false, true, true, true}),
 		"want the newest three and the safety Backup of %s, which failed after deleting the cluster", broken.Name)
 	g.Consistently(state).WithTimeout(2 * time.Second).Should(Equal([]bool{true, false, false, true, true, true}))

@@ -6,22 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdservice"
-	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -43,19 +36,7 @@ func TestPublishedHostsReachEachServiceAtItsPort(t *testing.T) {
 	services := etcdservice.New()
 	defer services.Close()
 	g.Expect(services.PublishHosts(hosts)).To(Succeed())
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: driverscheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	var eps sync.Map
-	g.Expect(services.Setup(mgr, func(c types.NamespacedName) []string {
-		v, _ := eps.Load(c)
-		urls, _ := v.([]string)
-		return urls
-	})).To(Succeed())
-	go func() { _ = mgr.Start(ctx) }()
+	eps := runServices(ctx, g, env, services)
 	a, b := cluster(t, env.Client, "hosts-a"), cluster(t, env.Client, "hosts-b")
 	eps.Store(a, []string{member.Spec.ClientURL})
 	eps.Store(b, []string{member.Spec.ClientURL})
@@ -74,9 +55,7 @@ func TestPublishedHostsReachEachServiceAtItsPort(t *testing.T) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, net.JoinHostPort(ip, port))
 	}
-	loopback, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
-	g.Expect(err).NotTo(HaveOccurred())
-	reader := liverevision.Reader{Secrets: env.Client, Dial: viaHostsFile, Policy: loopback, Timeout: 5 * time.Second}
+	reader := liverevision.Reader{Secrets: env.Client, Dial: viaHostsFile, Policy: loopback(g), Timeout: 5 * time.Second}
 	g.Eventually(func() error { _, err := reader.Revision(ctx, a.Namespace); return err }, 30*time.Second).Should(Succeed())
 	g.Eventually(func() error { _, err := reader.Revision(ctx, b.Namespace); return err }, 30*time.Second).Should(Succeed())
 	ipA, err := lookup(hosts, "etcd-client."+a.Namespace+".svc.cluster.local")

@@ -43,29 +43,15 @@ func TestDriverReadsTheRevisionThroughTheClientService(t *testing.T) {
 	defer cancel()
 
 	member := startMember(t)
-	var eps sync.Map // cluster → []string
 	services := etcdservice.New()
 	defer services.Close()
-	skip := true
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme: driverscheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(services.Setup(mgr, func(c types.NamespacedName) []string {
-		v, _ := eps.Load(c)
-		urls, _ := v.([]string)
-		return urls
-	})).To(Succeed())
-	go func() { _ = mgr.Start(ctx) }()
+	eps := runServices(ctx, g, env, services)
 
 	a, b := cluster(t, env.Client, "svc-a"), cluster(t, env.Client, "svc-b")
 	eps.Store(a, []string{member.Spec.ClientURL})
 	eps.Store(b, []string{member.Spec.ClientURL})
 
-	loopback, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
-	g.Expect(err).NotTo(HaveOccurred())
-	reader := liverevision.Reader{Secrets: env.Client, Dial: services.Dial, Policy: loopback, Timeout: 5 * time.Second}
+	reader := liverevision.Reader{Secrets: env.Client, Dial: services.Dial, Policy: loopback(g), Timeout: 5 * time.Second}
 	var rev int64
 	g.Eventually(func() (err error) { rev, err = reader.Revision(ctx, a.Namespace); return err }, 30*time.Second).Should(Succeed())
 	direct, err := etcdproc.Client(member.Spec.ClientURL)
@@ -194,4 +180,31 @@ func revisionWith(ctx context.Context, services *etcdservice.Services, secret *c
 func TestMain(m *testing.M) {
 	testenv.SetupLogs()
 	os.Exit(m.Run())
+}
+
+// runServices runs services' controller on a manager of env until ctx
+// ends, with the member URLs the returned map holds per cluster.
+func runServices(ctx context.Context, g Gomega, env *testenv.Env, services *etcdservice.Services) *sync.Map {
+	eps := &sync.Map{} // cluster → []string
+	skip := true
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme: driverscheme.New(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(services.Setup(mgr, func(c types.NamespacedName) []string {
+		v, _ := eps.Load(c)
+		urls, _ := v.([]string)
+		return urls
+	})).To(Succeed())
+	go func() { _ = mgr.Start(ctx) }()
+	return eps
+}
+
+// loopback is the endpoint policy the sandbox gives the driver: loopback
+// addresses allowed.
+func loopback(g Gomega) endpointpolicy.Policy {
+	p, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
+	g.Expect(err).NotTo(HaveOccurred())
+	return p
 }
