@@ -67,6 +67,12 @@ type BackupStatus struct {
 	// Conditions of the Backup.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Manifest says what the snapshot holds (Etcd driver).
+	// +optional
+	Manifest *BackupManifest `json:"manifest,omitempty"`
+	// LastRehearsal is the newest rehearsal of this Backup (Etcd driver).
+	// +optional
+	LastRehearsal *RehearsalRecord `json:"lastRehearsal,omitempty"`
 }
 
 // Backup is a restorable artefact of one application. It deliberately has no

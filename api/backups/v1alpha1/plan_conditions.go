@@ -43,3 +43,14 @@ const (
 	// does not belong to this Plan.
 	PlanReasonNameConflict = "NameConflict"
 )
+
+// PlanConditionRehearsalOverdue is True when the plan's application has had
+// no successful rehearsal within spec.drill.window (reason
+// RehearsalOverdue), False when it has (RehearsalRecent).
+const PlanConditionRehearsalOverdue = "RehearsalOverdue"
+
+// Reasons of the RehearsalOverdue condition.
+const (
+	PlanReasonRehearsalOverdue = "RehearsalOverdue"
+	PlanReasonRehearsalRecent  = "RehearsalRecent"
+)

@@ -90,6 +90,25 @@ type PlanSpec struct {
 	// Retention prunes the plan's Backups.
 	// +optional
 	Retention *PlanRetention `json:"retention,omitempty"`
+	// Drill rehearses the plan's newest Backup on a schedule of its own
+	// (a dry-run RestoreJob: nothing live is touched).
+	// +optional
+	Drill *PlanDrill `json:"drill,omitempty"`
+}
+
+// PlanDrill schedules rehearsals of a Plan's newest good Backup.
+type PlanDrill struct {
+	// Cron is when to rehearse, as PlanSchedule.Cron reads it (H terms
+	// allowed), in the schedule's time zone.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Cron string `json:"cron"`
+	// Window: when the application has had no successful rehearsal for
+	// this long, the plan's RehearsalOverdue condition turns True and the
+	// metric behind the EtcdBackupRehearsalOverdue alert says so. Default
+	// 192h (eight days: a weekly drill and a day of slack).
+	// +optional
+	Window *metav1.Duration `json:"window,omitempty"`
 }
 
 // PlanStatus is the observed state of a Plan.
@@ -108,6 +127,16 @@ type PlanStatus struct {
 	// LastSuccessfulBackup names the newest Ready Backup of the plan.
 	// +optional
 	LastSuccessfulBackup string `json:"lastSuccessfulBackup,omitempty"`
+	// LastDrillTime is the scheduled time of the newest drill started.
+	// +optional
+	LastDrillTime *metav1.Time `json:"lastDrillTime,omitempty"`
+	// LastRehearsal is the outcome of the newest drill that ended.
+	// +optional
+	LastRehearsal *RehearsalRecord `json:"lastRehearsal,omitempty"`
+	// LastSuccessfulRehearsalTime is when the newest successful rehearsal
+	// of the plan's application ended.
+	// +optional
+	LastSuccessfulRehearsalTime *metav1.Time `json:"lastSuccessfulRehearsalTime,omitempty"`
 	// Conditions; Error is True while the schedule cannot be used.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`

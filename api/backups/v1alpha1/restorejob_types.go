@@ -61,6 +61,7 @@ type RestoreJobSpec struct {
 	TargetApplicationRef *TypedLocalObjectReference `json:"targetApplicationRef,omitempty"`
 	// Options are driver-specific. The Etcd driver reads
 	// restoreTimeoutSeconds (int, at most 86400), safetySnapshot (bool),
+	// dryRun (bool: rehearse instead of restoring; see status.rehearsal),
 	// verify ("Full", the default: download and check the snapshot's
 	// sha256 and etcd integrity trailer; "Size": only check that it exists
 	// with the recorded size) and rollback (bool, default true: re-create
@@ -92,6 +93,10 @@ type RestoreJobStatus struct {
 	// Conditions; Ready carries a typed reason while waiting and at the end.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// Rehearsal is a dry run's report (spec.options.dryRun): what a real
+	// restore would change. A dry run changes nothing.
+	// +optional
+	Rehearsal *RehearsalReport `json:"rehearsal,omitempty"`
 }
 
 // RestoreJob is a request to restore an application from a Backup.

@@ -129,6 +129,36 @@ type EtcdSpec struct {
 	// the EtcdSnapshot names the driver-owned Secret instead.
 	// +optional
 	CredentialBroker *EtcdCredentialBroker `json:"credentialBroker,omitempty"`
+	// Inspection configures the manifest the driver records for each
+	// Backup and the guard on content drops.
+	// +optional
+	Inspection *EtcdInspection `json:"inspection,omitempty"`
+}
+
+// EtcdInspection configures what the driver does after a snapshot lands.
+type EtcdInspection struct {
+	// Disabled skips inspection: Backups get no manifest and no
+	// ContentDrop guard.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+	// MaxResourceDropPercent: a resource that loses more than this share
+	// of its objects (and at least MinDroppedObjects of them) since the
+	// previous good Backup marks the new one ContentDrop. Default 50.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MaxResourceDropPercent *int32 `json:"maxResourceDropPercent,omitempty"`
+	// MinDroppedObjects keeps small resources from raising drops: a drop
+	// of fewer objects is never one. Default 5.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinDroppedObjects *int32 `json:"minDroppedObjects,omitempty"`
+	// MaxNamespacesGone: more namespaces than this disappearing since the
+	// previous good Backup marks the new one ContentDrop. Default 0 (any
+	// namespace disappearing).
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	MaxNamespacesGone *int32 `json:"maxNamespacesGone,omitempty"`
 }
 
 // EtcdStatus is the observed state of the strategy.
