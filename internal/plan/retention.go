@@ -24,8 +24,9 @@ type Prune struct {
 
 // BackupsToPrune applies retention to a plan's Backups at now. It never
 // selects the newest Ready Backup, a Backup named in inUse (a RestoreJob
-// reads it), one still Pending (its data may not be complete), or one
-// already being deleted. keepLast counts every kept Backup, newest first by
+// reads it), one held for a content drop (the last good Backup before
+// one: a person releases it by removing the annotation), one still
+// Pending (its data may not be complete), or one already being deleted. keepLast counts every kept Backup, newest first by
 // spec.takenAt; maxAge selects Backups taken longer ago than it.
 func BackupsToPrune(backups []backupsv1alpha1.Backup, ret *backupsv1alpha1.PlanRetention, inUse map[string]bool, now time.Time) []Prune {
 	if ret == nil || (ret.KeepLast == nil && ret.MaxAge == nil) {
@@ -50,6 +51,9 @@ func BackupsToPrune(backups []backupsv1alpha1.Backup, ret *backupsv1alpha1.PlanR
 	var out []Prune
 	for i, b := range live {
 		if b.Name == newestReady || inUse[b.Name] || b.Status.Phase == backupsv1alpha1.BackupPhasePending || b.Status.Phase == "" {
+			continue
+		}
+		if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
 			continue
 		}
 		switch {
