@@ -32,6 +32,7 @@ const (
 	MetricUnverified   = "etcd_backup_driver_unverified_backups"
 	MetricPlanInterval = "etcd_backup_driver_plan_interval_seconds"
 	MetricPlanCreated  = "etcd_backup_driver_plan_created_timestamp_seconds"
+	MetricHeld         = "etcd_backup_driver_backups_held_for_content_drop"
 )
 
 var (
@@ -48,6 +49,8 @@ var (
 		"Verified Ready Backups each application has.", appLabels, nil)
 	descUnverified = prometheus.NewDesc(MetricUnverified,
 		"Ready Etcd Backups the driver's verifier rejects (not counted anywhere else; possibly forged).", appLabels, nil)
+	descHeld = prometheus.NewDesc(MetricHeld,
+		"Verified Backups each application has that retention holds because a later Backup dropped content (ContentDrop); a person releases each by removing its annotation.", appLabels, nil)
 	descPlanInterval = prometheus.NewDesc(MetricPlanInterval,
 		"Longest gap between consecutive runs of each unsuspended Plan with a valid schedule.", planLabels, nil)
 	descPlanCreated = prometheus.NewDesc(MetricPlanCreated,
@@ -110,6 +113,8 @@ type appStats struct {
 	size       int64
 	verified   int
 	unverified int
+	// held: verified Backups retention keeps for a content drop.
+	held int
 }
 
 // scheduleKey identifies a schedule's interval; hashKey is set only for
@@ -148,7 +153,7 @@ func New(o Options) *Collector {
 
 // Describe sends the descriptors of every series the Collector serves.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLastSuccess, descAge, descLastSize, descVerified, descUnverified, descPlanInterval, descPlanCreated} {
+	for _, d := range []*prometheus.Desc{descLastSuccess, descAge, descLastSize, descVerified, descUnverified, descHeld, descPlanInterval, descPlanCreated} {
 		ch <- d
 	}
 }
@@ -185,6 +190,9 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		switch {
 		case v.ok:
 			st.verified++
+			if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+				st.held++
+			}
 			if v.takenAt.After(st.newest) {
 				st.newest = v.takenAt
 				st.size = 0
@@ -213,6 +221,9 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		}
 		ch <- prometheus.MustNewConstMetric(descVerified, prometheus.GaugeValue, float64(st.verified), k.namespace, k.application)
 		ch <- prometheus.MustNewConstMetric(descUnverified, prometheus.GaugeValue, float64(st.unverified), k.namespace, k.application)
+		if st.held > 0 {
+			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(st.held), k.namespace, k.application)
+		}
 	}
 }
 

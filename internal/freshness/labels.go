@@ -66,5 +66,6 @@ func merge(a, b appStats) appStats {
 	}
 	a.verified += b.verified
 	a.unverified += b.unverified
+	a.held += b.held
 	return a
 }

@@ -63,3 +63,30 @@ func TestVerdictsAreAskedAgainWhenTheKeysChange(t *testing.T) {
 	keyPresent, epoch = false, 2
 	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(counts(0, 1)), MetricVerified, MetricUnverified)).To(Succeed())
 }
+
+// A verified Backup held for a content drop is counted per application
+// until a person removes the hold; an unverified one (its annotation is
+// the tenant's to write) is not.
+func TestHeldBackupsAreCounted(t *testing.T) {
+	g := NewWithT(t)
+	held := backup("tenant-a", "a", "etcd", 2*time.Hour, 1)
+	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b"}
+	forged := backup("tenant-a", "f", "etcd", 3*time.Hour, 1)
+	forged.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b"}
+	verify := func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
+		if b.Name == "f" {
+			return time.Time{}, false, nil
+		}
+		return TrustReadyPhase(b)
+	}
+	c := New(Options{Backups: storeOf(held, forged, backup("tenant-a", "b", "etcd", time.Hour, 1)), Plans: storeOf(), Verify: verify,
+		Clock: clocktesting.NewFakePassiveClock(now)})
+	g.Expect(testutil.CollectAndCompare(c, strings.NewReader(`
+# HELP etcd_backup_driver_backups_held_for_content_drop Verified Backups each application has that retention holds because a later Backup dropped content (ContentDrop); a person releases each by removing its annotation.
+# TYPE etcd_backup_driver_backups_held_for_content_drop gauge
+etcd_backup_driver_backups_held_for_content_drop{application="etcd",namespace="tenant-a"} 1
+`), MetricHeld)).To(Succeed())
+	delete(held.Annotations, backupsv1alpha1.ContentDropHoldAnnotation)
+	held.ResourceVersion = "2"
+	g.Expect(testutil.CollectAndCount(c, MetricHeld)).To(BeZero(), "the series stays after the hold is released")
+}

@@ -54,6 +54,14 @@ func metadataOnly() map[schema.GroupVersionKind]informerguard.Form {
 	}
 }
 
+// DriverJobLabel and DriverJobValue mark every Job the driver makes (a
+// restore's staging, a Backup's inspection, a rehearsal): the Job cache
+// holds only those.
+const (
+	DriverJobLabel = "app.kubernetes.io/part-of"
+	DriverJobValue = "etcd-backup-driver"
+)
+
 // byObject is the per-kind cache configuration: one entry per kind, so a
 // selector can be added to any of them (for example a shard's label).
 func byObject(ns string) map[client.Object]cache.ByObject {
@@ -66,7 +74,7 @@ func byObject(ns string) map[client.Object]cache.ByObject {
 		&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
 		&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
 		&helmv2.HelmRelease{}:           {Field: byName, Transform: cachetrim.HelmRelease},
-		&batchv1.Job{}:                  {Label: restore.StagingJobSelector()},
+		&batchv1.Job{}:                  {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
 		&etcdv1alpha2.EtcdSnapshot{}:    {Label: notHistory(), Transform: cachetrim.Snapshot},
 		&backupsv1alpha1.BackupJob{}:    {Transform: cachetrim.BackupJob},
 		&backupsv1alpha1.Backup{}:       {Transform: cachetrim.Backup},

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -195,16 +194,6 @@ func (r *Reconciler) setupReads(mgr ctrl.Manager) {
 
 // kamajiRecheck is how often awaitKamaji looks again without a change.
 const kamajiRecheck = 5 * time.Minute
-
-// StagingJobSelector selects the restores' staging Jobs; the manager
-// restricts its Job cache to them.
-func StagingJobSelector() labels.Selector {
-	req, err := labels.NewRequirement(backupsv1alpha1.StagingLabel, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*req)
-}
 
 // jobsLabelled: an object whose label key names a RestoreJob UID wakes it.
 func (r *Reconciler) jobsLabelled(c client.Reader, key string) handler.MapFunc {

@@ -124,6 +124,11 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		etcdBackup("tenant-forged", "real", end.Add(-3*time.Hour), nil),
 		etcdBackup("tenant-forged", "forged", end.Add(-time.Minute), map[string]string{forgedLabel: "true"}),
 	)
+	// A later Backup of tenant-fresh dropped content: the driver holds
+	// this one from retention.
+	held := etcdBackup("tenant-fresh", "before-drop", end.Add(-5*time.Hour), nil)
+	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "recent"}
+	create(held)
 
 	// Two of them back up with strategy s3 using the same S3 access key.
 	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
@@ -208,7 +213,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(11))
+	g.Expect(ruleSet).To(HaveLen(12))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -218,6 +223,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdBackupMissing{application="etcd",namespace="tenant-missing",plan="hourly"}`,
 			`EtcdBackupTooOld{application="etcd",namespace="tenant-noplan"}`,
 			`EtcdBackupUnverified{application="etcd",namespace="tenant-forged"}`,
+			`EtcdBackupContentDrop{application="etcd",namespace="tenant-fresh"}`,
 			`EtcdBackupFailing{reason="NoMatchingStrategy"}`,
 			`EtcdRestoreFailed{reason="MalformedOptions"}`,
 			`EtcdBackupProvenanceKeyLost`,
