@@ -2,6 +2,10 @@
 // a stored etcd snapshot against the driver's recorded facts and rewrites
 // it so that the etcd-operator's plain restore of it starts above the live
 // revision with everything below compacted. See internal/staging.
+//
+// `etcd-stage inspect ...` is the inspection step of a backup: it checks the
+// stored snapshot the same way and reports what it holds. See
+// internal/snapshotinspect.
 package main
 
 import (
@@ -11,6 +15,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
@@ -23,7 +28,13 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var code int
+	if len(os.Args) > 1 && os.Args[1] == snapshotinspect.Subcommand {
+		// The inspection Job: read what a stored snapshot holds.
+		code = snapshotinspect.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+	} else {
+		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }

@@ -181,6 +181,11 @@ func checkArgs(size int64, sha256Hex, out string, p Plan) error {
 	return nil
 }
 
+// CheckObject refuses recorded facts no etcd snapshot can have: a size
+// that cannot hold etcd's trailer, a sha256 that is not 64 lower-case hex
+// digits (ErrArguments).
+func CheckObject(size int64, sha256Hex string) error { return checkObject(size, sha256Hex) }
+
 // checkObject refuses recorded facts no etcd snapshot can have.
 func checkObject(size int64, sha256Hex string) error {
 	if size <= sha256.Size {
