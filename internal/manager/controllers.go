@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupinspection"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
@@ -39,6 +40,7 @@ var controllers = []struct {
 	{"safetyretention", setupSafetyRetention},
 	{"sharedcreds", setupSharedCredentials},
 	{"credbroker", setupCredentialBroker},
+	{"backupinspection", setupBackupInspection},
 }
 
 // enabled is the controllers o leaves on; an unknown name is an error.
@@ -104,14 +106,43 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 			ClusterDomain: o.ClusterDomain},
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 	}
-	if o.S3CAFile != "" {
-		pem, err := os.ReadFile(o.S3CAFile)
-		if err != nil {
-			return fmt.Errorf("read --s3-ca-file for the staging Job: %w", err)
-		}
-		r.S3CAPEM = string(pem)
+	pem, err := o.s3CAPEM()
+	if err != nil {
+		return err
 	}
+	r.S3CAPEM = pem
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+}
+
+// s3CAPEM is the extra S3 CA bundle the driver's Jobs are handed.
+func (o Options) s3CAPEM() (string, error) {
+	if o.S3CAFile == "" {
+		return "", nil
+	}
+	pem, err := os.ReadFile(o.S3CAFile)
+	if err != nil {
+		return "", fmt.Errorf("read --s3-ca-file for the driver's Jobs: %w", err)
+	}
+	return string(pem), nil
+}
+
+// setupBackupInspection runs the inspection of new Backups. Without an
+// image for the driver's Jobs (--staging-image) there is nothing to run
+// them from, and it is not registered.
+func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
+	if o.StagingImage == "" {
+		ctrl.Log.WithName("setup").Info("no --staging-image: Backups are not inspected (no manifests, no content-drop guard)")
+		return nil
+	}
+	pem, err := o.s3CAPEM()
+	if err != nil {
+		return err
+	}
+	r := &backupinspection.Reconciler{
+		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
+		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
 
 func setupPlans(mgr ctrl.Manager, o Options, d deps) error {

@@ -1,0 +1,171 @@
+// Package backupinspection gives every Etcd Backup a manifest of what its
+// snapshot holds. When a Backup is Ready and verified, the controller runs
+// an inspection Job (internal/inspectjob) where the bytes are, in the
+// Backup's namespace with the Backup's credentials, reads the one-line
+// report the Job's Pod leaves, signs the manifest together with the
+// Backup's provenance, and compares it with the previous good manifest of
+// the same application and Plan (internal/contentdrop). A drop marks the
+// new Backup ContentDrop, raises an Event and holds the last good Backup
+// from retention until a person removes the hold.
+//
+// The Job's name is keyed with the driver's provenance key, so a tenant
+// cannot place a Job there first; a Job found under that name is still read
+// only when it is exactly the one the driver builds, owned by this Backup.
+package backupinspection
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+)
+
+// ControllerName names the controller in logs, metrics and Events.
+const ControllerName = "backup-inspection"
+
+// DefaultDeadline bounds one inspection Job.
+const DefaultDeadline = 30 * time.Minute
+
+// Reconciler inspects one Etcd Backup at a time.
+type Reconciler struct {
+	// Client reads Backups and the driver's Jobs through the cache and
+	// writes them.
+	Client client.Client
+	// APIReader reads Pods (not cached) and strategies.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Keys verify Backups and sign manifests.
+	Keys provenance.Keys
+	// Policy decides which endpoints the Job may dial.
+	Policy endpointpolicy.Policy
+	// Image is the driver's image (the Job runs its /etcd-stage).
+	Image string
+	// AllowedEndpointCIDRs and S3CAPEM are handed to the Job as to the
+	// restore's staging Job.
+	AllowedEndpointCIDRs []string
+	S3CAPEM              string
+	// Deadline bounds a Job; zero means DefaultDeadline.
+	Deadline time.Duration
+	Clock    clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
+// +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile moves one Backup's inspection a step.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var b backupsv1alpha1.Backup
+	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !backupdeletion.IsEtcdBackup(&b) || b.DeletionTimestamp != nil || b.Status.Phase != backupsv1alpha1.BackupPhaseReady {
+		return ctrl.Result{}, nil
+	}
+	verdict, err := provenance.Verify(ctx, r.Keys, &b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !verdict.Verified {
+		return ctrl.Result{}, r.refuse(ctx, &b, backupsv1alpha1.BackupReasonInspectionRefused,
+			"the Backup is not verified ("+verdict.Reason+"): the driver inspects only Backups it recorded")
+	}
+	if b.Status.Manifest != nil {
+		ok, err := provenance.VerifyManifest(ctx, r.Keys, &b)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if ok {
+			return ctrl.Result{}, nil
+		}
+		log.FromContext(ctx).Info("the Backup's manifest does not verify (edited, or copied from another Backup); inspecting again")
+	}
+	strategy, err := r.strategy(ctx, &b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if strategy != nil && strategy.Spec.Inspection != nil && strategy.Spec.Inspection.Disabled {
+		return ctrl.Result{}, r.setInspected(ctx, &b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled,
+			"the Etcd strategy "+strategy.Name+" disables inspection (spec.inspection.disabled): no manifest and no content-drop guard")
+	}
+	return r.inspect(ctx, &b, strategy)
+}
+
+// strategy is the Backup's Etcd strategy, or nil when it is gone (the
+// defaults apply then).
+func (r *Reconciler) strategy(ctx context.Context, b *backupsv1alpha1.Backup) (*strategyv1alpha1.Etcd, error) {
+	s := &strategyv1alpha1.Etcd{}
+	err := r.Client.Get(ctx, client.ObjectKey{Name: b.Spec.StrategyRef.Name}, s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read Etcd strategy %q: %w", b.Spec.StrategyRef.Name, err)
+	}
+	return s, nil
+}
+
+// refuse records a terminal refusal once, with a Warning Event.
+func (r *Reconciler) refuse(ctx context.Context, b *backupsv1alpha1.Backup, reason, msg string) error {
+	c := meta.FindStatusCondition(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected)
+	if c != nil && c.Reason == reason && c.Message == textlimit.Message(msg) {
+		return nil
+	}
+	log.FromContext(ctx).Info("Backup not inspected", "reason", reason, "message", msg)
+	r.Recorder.Eventf(b, nil, "Warning", reason, "Inspect", "%s", textlimit.Note(msg))
+	inspectionsTotal.WithLabelValues(reason).Inc()
+	return r.setInspected(ctx, b, metav1.ConditionFalse, reason, msg)
+}
+
+// setInspected writes the Inspected condition when it changes. Backup has
+// no status subresource: this is a patch of the object, with the
+// optimistic lock, so a stale copy never drops another controller's
+// condition.
+func (r *Reconciler) setInspected(ctx context.Context, b *backupsv1alpha1.Backup, status metav1.ConditionStatus, reason, msg string) error {
+	before := b.DeepCopy()
+	if !meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{
+		Type: backupsv1alpha1.BackupConditionInspected, Status: status, Reason: reason, Message: textlimit.Message(msg),
+	}) {
+		return nil
+	}
+	return r.patch(ctx, before, b)
+}
+
+func (r *Reconciler) patch(ctx context.Context, before, b *backupsv1alpha1.Backup) error {
+	err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update Backup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) deadline() time.Duration {
+	if r.Deadline > 0 {
+		return r.Deadline
+	}
+	return DefaultDeadline
+}
