@@ -27,7 +27,7 @@ func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job 
 	} else if why != "" {
 		msg += ": " + why
 	}
-	msg += "; this Backup does not count as a good one. Delete the Job to inspect again"
+	msg += "; this Backup does not count as a good one. The driver inspects it again when the Job is gone (deleted, or a day after it ended)"
 	return r.refuse(ctx, b, reason, msg)
 }
 

@@ -46,8 +46,10 @@ const (
 	ExitRefused = staging.ExitRefused
 	// BackoffLimit is how often a failed Pod is replaced.
 	BackoffLimit = 2
-	// TTLAfterFinished is how long a finished Job stays.
-	TTLAfterFinished = time.Hour
+	// TTLAfterFinished is how long a finished Job stays. A failed
+	// inspection is tried again once its Job is gone, so this is also how
+	// often a Backup whose inspection keeps failing is read again.
+	TTLAfterFinished = 24 * time.Hour
 	// WorkSlack is the emptyDir's room beyond the object's size.
 	WorkSlack = 64 << 20
 	// workVolume names the emptyDir.

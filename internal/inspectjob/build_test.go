@@ -94,7 +94,7 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 	if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != WorkDir || c.VolumeMounts[0].Name != pod.Volumes[0].Name {
 		t.Fatalf("mounts %+v", c.VolumeMounts)
 	}
-	if *job.Spec.BackoffLimit != 2 || *job.Spec.ActiveDeadlineSeconds != 600 || *job.Spec.TTLSecondsAfterFinished != 3600 {
+	if *job.Spec.BackoffLimit != 2 || *job.Spec.ActiveDeadlineSeconds != 600 || *job.Spec.TTLSecondsAfterFinished != 86400 {
 		t.Fatalf("backoff %d, deadline %d, ttl %d", *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds, *job.Spec.TTLSecondsAfterFinished)
 	}
 	rules := job.Spec.PodFailurePolicy.Rules
