@@ -54,6 +54,8 @@ var peerAPIs = map[string]bool{"etcdoperator": true, "kamaji": true}
 // successes are the reasons that say all is well and need no section.
 var successes = map[string]bool{
 	"ProvenanceVerified":  true, // Backup Verified=True
+	"Inspected":           true, // Backup Inspected=True
+	"ContentKept":         true, // Backup ContentDrop=False
 	"ScheduleValid":       true, // Plan Error=False
 	"JobCreated":          true, // Plan Scheduled=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False

@@ -88,34 +88,6 @@ type ObjectCount struct {
 	Count int64  `json:"count"`
 }
 
-// BackupConditionInspected says whether the Backup's snapshot was
-// inspected: True with a verified manifest, False while it waits or when
-// inspection failed (reason says which). A Backup whose inspection failed
-// never counts as a good one.
-const BackupConditionInspected = "Inspected"
-
-// Reasons of the Inspected condition.
-const (
-	BackupReasonInspected          = "Inspected"
-	BackupReasonInspectionPending  = "InspectionPending"
-	BackupReasonInspectionFailed   = "InspectionFailed"
-	BackupReasonInspectionRefused  = "InspectionRefused"
-	BackupReasonInspectionDisabled = "InspectionDisabled"
-)
-
-// BackupConditionContentDrop is True when the Backup holds markedly less
-// than the previous good Backup of its application (a resource lost more
-// than the strategy's threshold of its objects, or namespaces
-// disappeared); the message names what dropped and which Backup retention
-// keeps until a person releases it.
-const BackupConditionContentDrop = "ContentDrop"
-
-// Reasons of the ContentDrop condition.
-const (
-	BackupReasonContentDropped   = "ContentDropped"
-	BackupReasonContentUnchanged = "ContentKept"
-)
-
 // ContentDropHoldAnnotation is set by the driver on the last good Backup
 // taken before a drop, naming the Backup that dropped. Retention (a Plan's
 // keepLast and maxAge) never deletes a Backup carrying it; removing the
