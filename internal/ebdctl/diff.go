@@ -56,8 +56,8 @@ type DiffResult struct {
 type KeyspaceDiff struct {
 	Prefix string `json:"prefix"`
 	// InFrom and InTo say whether each manifest has the keyspace.
-	InFrom         bool `json:"inFrom"`
-	InTo           bool `json:"inTo"`
+	InFrom         bool  `json:"inFrom"`
+	InTo           bool  `json:"inTo"`
 	ObjectsFrom    int64 `json:"objectsFrom"`
 	ObjectsTo      int64 `json:"objectsTo"`
 	NamespacesFrom int64 `json:"namespacesFrom"`
