@@ -16,6 +16,9 @@ const (
 	// SafetyBackupLabel marks a Backup taken by a RestoreJob before it
 	// destroyed anything; its value is the RestoreJob name.
 	SafetyBackupLabel = "backups.cozystack.io/safety-for-restore"
+	// DrillLabel ("true") marks a dry-run RestoreJob a Plan started on
+	// its drill schedule (spec.drill); the Plan records how it ended.
+	DrillLabel = "backups.cozystack.io/drill"
 	// SnapshotHistoryLabel is set on an EtcdSnapshot when the driver hands
 	// it to its Backup: it is then history, which the driver does not
 	// cache (its caches select EtcdSnapshots without this label).
