@@ -137,6 +137,16 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	g.Expect(ownDrillJobs(g, p)).To(HaveLen(1))
 	g.Expect(getPlan(g, p).Status.LastDrillTime.Time).To(BeTemporally("==", due))
 
+	// A RestoreJob a tenant labels as a drill of this Plan, "succeeded"
+	// and newer, is not the Plan's: it is not recorded.
+	impostor := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DrillName("nightly", due.Add(time.Minute)),
+			Labels: map[string]string{backupsv1alpha1.PlanNameLabel: "nightly", backupsv1alpha1.DrillLabel: "true"}},
+		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "good"}},
+	}
+	g.Expect(env.Client.Create(context.Background(), impostor)).To(Succeed())
+	endDrill(g, impostor, backupsv1alpha1.RestoreJobPhaseSucceeded, due.Add(5*time.Minute).Truncate(time.Second), "forged")
+
 	ended := due.Add(3 * time.Minute).Truncate(time.Second)
 	endDrill(g, &d, backupsv1alpha1.RestoreJobPhaseSucceeded, ended, "rehearsed Backup good")
 	h.clk.SetTime(ended.Add(time.Minute))
