@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -287,4 +288,31 @@ func TestDrillHistoryKeepsThree(t *testing.T) {
 	}
 	g.Expect(left).To(ConsistOf(names[2], names[3], names[4]))
 	g.Expect(getPlan(g, p).Status.LastRehearsal.RestoreJob).To(Equal(names[4]))
+}
+
+// A drill schedule takes H terms, hashed apart from the backup schedule's
+// so a Plan's drill does not start on its backups' minute, and a drill
+// name fits in 63 characters and differs from the BackupJob's.
+func TestDrillScheduleAndName(t *testing.T) {
+	g := NewWithT(t)
+	from := time.Date(2026, 5, 4, 0, 0, 0, 0, time.UTC)
+	var same int
+	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		backups, err := ParseSchedule("H 3 * * *", "Europe/Berlin", HashKey("ns", name))
+		g.Expect(err).NotTo(HaveOccurred())
+		drills, err := ParseSchedule("H 3 * * *", "Europe/Berlin", DrillHashKey("ns", name))
+		g.Expect(err).NotTo(HaveOccurred())
+		next := drills.Next(from)
+		g.Expect(next.In(time.FixedZone("CEST", 2*3600)).Hour()).To(Equal(3))
+		if backups.Next(from).Equal(next) {
+			same++
+		}
+	}
+	g.Expect(same).To(BeNumerically("<", 3), "drills are spread apart from their backups")
+
+	long := "a-plan-with-a-name-long-enough-to-need-shortening-in-job-names"
+	at := time.Date(2026, 5, 4, 3, 31, 0, 0, time.UTC)
+	g.Expect(len(DrillName(long, at))).To(BeNumerically("<=", 63))
+	g.Expect(DrillName(long, at)).NotTo(Equal(JobName(long, at)))
+	g.Expect(DrillName("nightly", at)).To(Equal("nightly-drill-" + fmt.Sprint(at.Unix()/60)))
 }
