@@ -88,6 +88,13 @@ func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, pers
 		next, startErr = r.runDueDrill(ctx, plan, obs, drills, sched, now)
 	}
 	pruneErr := r.pruneDrills(ctx, plan, persisted, drills)
+	if plan.Spec.Suspend {
+		// Asked for, as the backup alerts leave suspended Plans alone;
+		// on resume the window counts from the last success again.
+		forgetDrillMetrics(plan.Namespace, plan.Name)
+		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
+		return next, errors.Join(startErr, pruneErr)
+	}
 	flip := r.judgeOverdue(plan, now, invalid)
 	if invalid != "" {
 		// Once per change of the stored condition, not per reconcile.

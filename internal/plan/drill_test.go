@@ -316,3 +316,34 @@ func TestDrillScheduleAndName(t *testing.T) {
 	g.Expect(DrillName(long, at)).NotTo(Equal(JobName(long, at)))
 	g.Expect(DrillName("nightly", at)).To(Equal("nightly-drill-" + fmt.Sprint(at.Unix()/60)))
 }
+
+// A suspended Plan skips its drills and is never overdue; resumed, it is
+// judged again from its last success (here: its creation).
+func TestSuspendedPlanNeitherDrillsNorIsOverdue(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "p", "0 3 * * *", "", func(p *backupsv1alpha1.Plan) {
+		withDrill("*/10 * * * *", 30*time.Minute)(p)
+		p.Spec.Suspend = true
+	})
+	judgedBackup(g, ns, "b", "p", p.CreationTimestamp.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
+	h := newHarness(p.CreationTimestamp.Add(time.Hour + 5*time.Second))
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ownDrillJobs(g, p)).To(BeEmpty())
+	st := getPlan(g, p).Status
+	g.Expect(st.LastDrillSkippedTime).NotTo(BeNil())
+	g.Expect(meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeNil())
+	_, ok := series(g, "etcd_backup_driver_plan_rehearsal_overdue", ns, "p")
+	g.Expect(ok).To(BeFalse())
+
+	cur := getPlan(g, p)
+	cur.Spec.Suspend = false
+	g.Expect(env.Client.Update(context.Background(), cur)).To(Succeed())
+	_, err = h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ownDrillJobs(g, p)).To(BeEmpty(), "the drills that fell while suspended do not start on resume")
+	g.Expect(meta.IsStatusConditionTrue(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeTrue())
+	v, _ := series(g, "etcd_backup_driver_plan_rehearsal_overdue", ns, "p")
+	g.Expect(v).To(Equal(1.0))
+}
