@@ -277,8 +277,8 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveLen(11))
-	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified",
+	g.Expect(byName).To(HaveLen(13))
+	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified", "EtcdBackupRehearsalOverdue", "EtcdBackupContentDrop",
 		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupBrokerPlatformKeys",
 		"EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
 		g.Expect(byName).To(HaveKey(name))

@@ -1,8 +1,8 @@
 // Package ebdctl holds the command line of the etcd-backup-driver, built
 // both as `ebdctl` and as the kubectl plugin `kubectl etcd-backup`
-// (binary kubectl-etcd_backup): backup, restore, list, status and verify
-// against a cluster, and migrate-legacy-values offline. It talks to the API
-// server as the user (the usual kubectl flags and kubeconfig), never to the
+// (binary kubectl-etcd_backup): backup, restore (and its rehearsal), list,
+// status, verify, show and diff against a cluster, and migrate-legacy-values
+// offline. It talks to the API server as the user (the usual kubectl flags and kubeconfig), never to the
 // driver.
 package ebdctl
 
@@ -124,6 +124,8 @@ objects as you, with your kubeconfig; they never talk to the driver itself.`,
 		e.listCommand(),
 		e.statusCommand(),
 		e.verifyCommand(),
+		e.showCommand(),
+		e.diffCommand(),
 		e.migrateCommand(),
 		e.auditKeysCommand(),
 	)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // progress prints what a waited-for job does: one permanent line per
@@ -86,6 +87,14 @@ func (p *progress) phase(ph string) string {
 }
 
 // oneLine keeps a message on one line.
+// Control characters (a terminal's escape sequences among them) become
+// "?": messages and names come from objects and snapshots a tenant writes.
 func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) || unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, s)
 	return strings.Join(strings.Fields(s), " ")
 }

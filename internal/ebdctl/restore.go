@@ -23,6 +23,7 @@ type restoreOptions struct {
 	wait           bool
 	timeout        time.Duration
 	safetySnapshot string
+	dryRun         bool
 }
 
 func (e *env) restoreCommand() *cobra.Command {
@@ -35,13 +36,24 @@ the Backup --from names, or from its newest good Backup (--latest: Ready, not
 marked unverified, not a restore's safety Backup). The driver first records a
 safety Backup of the live data (unless --safety-snapshot=false), then replaces
 the cluster. With --wait, prints each restore step as it happens and the
-safety Backup's name; exits 1 if the restore fails.`,
+safety Backup's name; exits 1 if the restore fails.
+
+With --dry-run the RestoreJob only rehearses (options dryRun: true): the
+driver stages the Backup as a restore would, boots it in a throwaway etcd and
+reports what a real restore would change (revision, keys, per-resource counts
+now and after, namespaces coming back or going away). Nothing live is
+touched: no safety Backup, no fence, no suspend, no purge. A dry run always
+waits for the report; exits 1 if the rehearsal fails.`,
 		Example: `  %[1]s restore etcd -n tenant-a --latest --wait
-  %[1]s restore etcd -n tenant-a --from etcd-manual --wait`,
+  %[1]s restore etcd -n tenant-a --from etcd-manual --wait
+  %[1]s restore etcd -n tenant-a --latest --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (o.from == "") == !o.latest {
 				return usagef("give exactly one of --from BACKUP and --latest")
+			}
+			if o.dryRun && o.safetySnapshot != "" {
+				return usagef("--safety-snapshot does not apply to --dry-run (a rehearsal changes nothing)")
 			}
 			return e.runRestore(cmd.Context(), args[0], o)
 		},
@@ -52,6 +64,7 @@ safety Backup's name; exits 1 if the restore fails.`,
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the RestoreJob (default: APP-restore-<random suffix>)")
 	cmd.Flags().BoolVarP(&o.wait, "wait", "w", false, "follow the RestoreJob until it ends")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Hour, "with --wait: how long to follow before giving up (0: no limit)")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "rehearse: report what the restore would change, touching nothing live (waits for the report)")
 	cmd.Flags().StringVar(&o.safetySnapshot, "safety-snapshot", "", "true or false: take a safety Backup first (default: the driver's, true when the cluster is Available)")
 	return cmd
 }
@@ -86,6 +99,9 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 	}
 	if o.name == "" {
 		job.GenerateName = app + "-restore-"
+		if o.dryRun {
+			job.GenerateName = app + "-rehearsal-"
+		}
 	}
 	switch o.safetySnapshot {
 	case "":
@@ -95,12 +111,20 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 	default:
 		return usagef("--safety-snapshot must be true or false, not %q", o.safetySnapshot)
 	}
+	if o.dryRun {
+		raw, _ := json.Marshal(map[string]bool{dryRunOption: true})
+		job.Spec.Options = &runtime.RawExtension{Raw: raw}
+	}
 	if err := c.Create(ctx, job); err != nil {
 		return fmt.Errorf("create RestoreJob: %w", err)
 	}
-	fmt.Fprintf(e.streams.Out, "restorejob %s/%s created: application %s from Backup %s (taken %s)\n",
-		ns, job.Name, app, backup.Name, backup.Spec.TakenAt.UTC().Format(time.RFC3339))
-	if !o.wait {
+	what := "restorejob"
+	if o.dryRun {
+		what = "rehearsal restorejob"
+	}
+	fmt.Fprintf(e.streams.Out, "%s %s/%s created: application %s from Backup %s (taken %s)\n",
+		what, ns, job.Name, app, backup.Name, backup.Spec.TakenAt.UTC().Format(time.RFC3339))
+	if !o.wait && !o.dryRun {
 		return nil
 	}
 	terminal, err := e.isTerminal()
@@ -245,6 +269,9 @@ func viewCondition(c metav1.Condition) conditionView {
 }
 
 func (e *env) restoreResult(job *backupsv1alpha1.RestoreJob, app, safety string) error {
+	if isDryRun(job) {
+		return e.rehearsalResult(job)
+	}
 	out := e.streams.Out
 	if job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
 		fmt.Fprintf(out, "RestoreJob %s/%s succeeded: %s\n", job.Namespace, job.Name, oneLine(job.Status.Message))

@@ -85,6 +85,9 @@ type StatusRow struct {
 	SizeBytes       int64      `json:"sizeBytes,omitempty"`
 	GoodBackups     int        `json:"goodBackups"`
 	Message         string     `json:"message"`
+	// LastRehearsal is the application's newest rehearsal (dry-run
+	// restore) that ended: the newest of its Plans' and its Backups'.
+	LastRehearsal *backupsv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
 }
 
 func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) error {
@@ -135,7 +138,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 	t := &table{w: e.streams.Out, colour: colour,
 		headers: []string{"APPLICATION", "STATE", "LAST-BACKUP", "AGE", "INTERVAL", "NEXT-RUN", "PLAN"}}
 	if o.output == outputWide {
-		t.headers = append(t.headers, "SCHEDULE", "SIZE", "GOOD-BACKUPS", "MESSAGE")
+		t.headers = append(t.headers, "SCHEDULE", "SIZE", "GOOD-BACKUPS", "REHEARSAL", "MESSAGE")
 	}
 	if o.allNamespaces {
 		t.headers = append([]string{"NAMESPACE"}, t.headers...)
@@ -156,7 +159,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 		}
 		cells := []string{r.Application, r.State, orDash(r.LastBackup), age(now, timeOr(r.TakenAt)), interval, next, plan}
 		if o.output == outputWide {
-			cells = append(cells, orDash(r.Schedule), humanBytes(r.SizeBytes), fmt.Sprint(r.GoodBackups), r.Message)
+			cells = append(cells, orDash(r.Schedule), humanBytes(r.SizeBytes), fmt.Sprint(r.GoodBackups), rehearsalCell(r.LastRehearsal, now), r.Message)
 		}
 		col := 1
 		if o.allNamespaces {
@@ -175,6 +178,16 @@ type appID struct{ namespace, name string }
 type appFacts struct {
 	plans []backupsv1alpha1.Plan
 	good  []*backupsv1alpha1.Backup
+	// rehearsal is the newest rehearsal recorded on any of its Plans or
+	// Backups.
+	rehearsal *backupsv1alpha1.RehearsalRecord
+}
+
+// noteRehearsal keeps r when it ended after the one kept.
+func (f *appFacts) noteRehearsal(r *backupsv1alpha1.RehearsalRecord) {
+	if r != nil && (f.rehearsal == nil || r.CompletedAt.After(f.rehearsal.CompletedAt.Time)) {
+		f.rehearsal = r
+	}
 }
 
 // statusRows judges every application named by apps, plans or backups.
@@ -195,6 +208,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 		if isEtcdRef(p.Spec.ApplicationRef) && p.DeletionTimestamp == nil {
 			f := get(appID{p.Namespace, p.Spec.ApplicationRef.Name})
 			f.plans = append(f.plans, p)
+			f.noteRehearsal(p.Status.LastRehearsal)
 		}
 	}
 	for i := range backups {
@@ -203,6 +217,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 			continue
 		}
 		f := get(appID{b.Namespace, b.Spec.ApplicationRef.Name})
+		f.noteRehearsal(b.Status.LastRehearsal)
 		if goodBackup(b) {
 			f.good = append(f.good, b)
 		}
@@ -222,7 +237,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 
 // judge computes one application's row.
 func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
-	r := StatusRow{Namespace: id.namespace, Application: id.name, GoodBackups: len(f.good)}
+	r := StatusRow{Namespace: id.namespace, Application: id.name, GoodBackups: len(f.good), LastRehearsal: f.rehearsal}
 	var newest *backupsv1alpha1.Backup
 	for _, b := range f.good {
 		if newest == nil || b.Spec.TakenAt.After(newest.Spec.TakenAt.Time) {
@@ -344,4 +359,17 @@ func without(list []string, s string) []string {
 
 func short(d time.Duration) string {
 	return duration.HumanDuration(d)
+}
+
+// rehearsalCell is the REHEARSAL column: how the newest rehearsal ended
+// and how long ago ("OK 3h", "FAILED 2d"), or "-".
+func rehearsalCell(r *backupsv1alpha1.RehearsalRecord, now time.Time) string {
+	if r == nil {
+		return "-"
+	}
+	outcome := "OK"
+	if !r.Succeeded {
+		outcome = "FAILED"
+	}
+	return outcome + " " + age(now, r.CompletedAt.Time)
 }

@@ -8,9 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -52,7 +54,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans/status,verbs=get;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the schedule, starts the due run if any, prunes job
@@ -61,10 +63,15 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var plan backupsv1alpha1.Plan
 	if err := r.Client.Get(ctx, req.NamespacedName, &plan); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetDrillMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if plan.DeletionTimestamp != nil {
-		// Owned BackupJobs go with the Plan through garbage collection.
+		// Owned BackupJobs and drills go with the Plan through garbage
+		// collection.
+		forgetDrillMetrics(plan.Namespace, plan.Name)
 		return ctrl.Result{}, nil
 	}
 	before := plan.DeepCopy()
@@ -90,8 +97,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	pruneErr := r.pruneJobs(ctx, &plan, obs)
 	retainErr := r.applyRetention(ctx, &plan, obs, now)
 	plan.Status.LastSuccessfulBackup = NewestReady(obs.backups)
+	nextDrill, drillErr := r.drill(ctx, &plan, &before.Status, obs, now)
+	next = earliest(next, nextDrill)
 
-	if err := errors.Join(runErr, pruneErr, retainErr, r.patchStatus(ctx, before, &plan)); err != nil {
+	if err := errors.Join(runErr, pruneErr, retainErr, drillErr, r.patchStatus(ctx, before, &plan)); err != nil {
 		return ctrl.Result{}, err
 	}
 	if next.IsZero() {
@@ -136,19 +145,27 @@ func planOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.PlanRef.Name}}}
 }
 
-// planOfRestore maps a RestoreJob to the Plan of the Backup it reads: a
-// finished restore may release a Backup that retention had to keep.
+// planOfRestore maps a RestoreJob to the Plan of the Backup it reads (a
+// finished restore may release a Backup that retention had to keep) and
+// to the Plan that owns it (a drill whose end the Plan records).
 func (r *Reconciler) planOfRestore(ctx context.Context, obj client.Object) []reconcile.Request {
 	rj, ok := obj.(*backupsv1alpha1.RestoreJob)
-	if !ok || rj.Spec.BackupRef.Name == "" {
+	if !ok {
 		return nil
+	}
+	var out []reconcile.Request
+	if ref := metav1.GetControllerOf(rj); ref != nil && ref.Kind == "Plan" && strings.HasPrefix(ref.APIVersion, backupsv1alpha1.GroupVersion.Group+"/") {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rj.Namespace, Name: ref.Name}})
+	}
+	if rj.Spec.BackupRef.Name == "" {
+		return out
 	}
 	var b backupsv1alpha1.Backup
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}, &b); err != nil {
 		if !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Error(err, "read the Backup of a RestoreJob", "namespace", rj.Namespace, "backup", rj.Spec.BackupRef.Name)
 		}
-		return nil
+		return out
 	}
-	return planOfBackup(ctx, &b)
+	return append(out, planOfBackup(ctx, &b)...)
 }

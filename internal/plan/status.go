@@ -113,6 +113,7 @@ var defaultsWhenNotServed = map[string]string{
 	"spec.successfulJobsHistoryLimit": "3",
 	"spec.failedJobsHistoryLimit":     "1",
 	"spec.retention":                  "no retention: Backups are kept",
+	"spec.drill":                      "no drills: nothing rehearses the Backups on a schedule",
 }
 
 // noteServedFields says, on the Plan, which of its fields the installed CRD

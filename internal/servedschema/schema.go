@@ -42,7 +42,7 @@ const (
 var Optional = map[string][]string{
 	PlanCRD: {
 		"spec.schedule.timeZone", "spec.concurrencyPolicy", "spec.suspend", "spec.startingDeadlineSeconds",
-		"spec.successfulJobsHistoryLimit", "spec.failedJobsHistoryLimit", "spec.retention",
+		"spec.successfulJobsHistoryLimit", "spec.failedJobsHistoryLimit", "spec.retention", "spec.drill",
 		"status.lastScheduleTime", "status.nextScheduleTime", "status.lastSkippedTime", "status.lastSuccessfulBackup",
 	},
 	StrategyCRD: {"spec.deletionPolicy", "spec.allowHTTPEndpoint"},

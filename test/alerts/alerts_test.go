@@ -113,7 +113,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			g.Expect(c.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 		}
 	}
-	for _, ns := range []string{"tenant-fresh", "tenant-stale", "tenant-missing", "tenant-noplan", "tenant-forged"} {
+	for _, ns := range []string{"tenant-fresh", "tenant-stale", "tenant-missing", "tenant-noplan", "tenant-forged", "tenant-drill"} {
 		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	create(
@@ -129,6 +129,24 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	held := etcdBackup("tenant-fresh", "before-drop", end.Add(-5*time.Hour), nil)
 	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "recent"}
 	create(held)
+	// Two Plans drill (yearly, so no drill starts here): "never" has had
+	// no successful rehearsal within its window of an hour since it was
+	// created (to the driver, two hours ago); "rehearsed" had one.
+	never, rehearsed := etcdPlan("tenant-drill", "never", "@daily"), etcdPlan("tenant-drill", "rehearsed", "@daily")
+	for _, p := range []*backupsv1alpha1.Plan{never, rehearsed} {
+		p.Spec.Drill = &backupsv1alpha1.PlanDrill{Cron: "0 0 1 1 *", Window: &metav1.Duration{Duration: time.Hour}}
+		create(p)
+	}
+	// As if a drill had succeeded 50 minutes before the end; the status
+	// write is an event of its own, and the Plan judges again.
+	lastGood := end.Add(-50 * time.Minute)
+	unchanged := rehearsed.DeepCopy()
+	rehearsed.Status.LastSuccessfulRehearsalTime = &metav1.Time{Time: lastGood}
+	g.Expect(c.Status().Patch(ctx, rehearsed, client.MergeFrom(unchanged))).To(Succeed())
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL("http://" + o.MetricsAddr + "/metrics")
+		return series(s, "etcd_backup_driver_plan_last_successful_rehearsal_timestamp_seconds", "plan", "rehearsed"), err
+	}).WithTimeout(30 * time.Second).Should(Equal(float64(lastGood.Unix())))
 
 	// Two of them back up with strategy s3 using the same S3 access key.
 	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
@@ -156,6 +174,10 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	g.Eventually(func() (float64, error) {
 		s, err := scrapeURL(url)
 		return series(s, "etcd_backup_driver_credential_broker_platform_keys", "policy", "inherited"), err
+	}).WithTimeout(30 * time.Second).Should(Equal(1.0))
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL(url)
+		return series(s, "etcd_backup_driver_plan_rehearsal_overdue", "plan", "never"), err
 	}).WithTimeout(30 * time.Second).Should(Equal(1.0))
 	// The collector serves every application once the caches have the objects.
 	g.Eventually(func() (int, error) {
@@ -213,7 +235,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(12))
+	g.Expect(ruleSet).To(HaveLen(13))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -229,6 +251,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdBackupProvenanceKeyLost`,
 			`EtcdBackupSharedCredentials{strategy="s3"}`,
 			`EtcdBackupBrokerPlatformKeys{strategy="brokered"}`,
+			`EtcdBackupRehearsalOverdue{namespace="tenant-drill",plan="never"}`,
 		))
 	})
 

@@ -19,6 +19,9 @@ const (
 	// InspectionLabel marks the inspection Job of a Backup and its Pods;
 	// its value is the Backup's UID.
 	InspectionLabel = "backups.cozystack.io/inspection"
+	// DrillLabel ("true") marks a dry-run RestoreJob a Plan started on
+	// its drill schedule (spec.drill); the Plan records how it ended.
+	DrillLabel = "backups.cozystack.io/drill"
 	// SnapshotHistoryLabel is set on an EtcdSnapshot when the driver hands
 	// it to its Backup: it is then history, which the driver does not
 	// cache (its caches select EtcdSnapshots without this label).

@@ -54,3 +54,20 @@ const (
 	PlanReasonRehearsalOverdue = "RehearsalOverdue"
 	PlanReasonRehearsalRecent  = "RehearsalRecent"
 )
+
+// Reasons of a Plan's drill Events (spec.drill).
+const (
+	// PlanReasonRehearsalStarted: the drill created its dry-run RestoreJob.
+	PlanReasonRehearsalStarted = "RehearsalStarted"
+	// PlanReasonNoBackupToRehearse: a drill was due and the plan has no
+	// good Backup (Ready, Verified, not failed inspection, no content
+	// drop); it was skipped.
+	PlanReasonNoBackupToRehearse = "NoBackupToRehearse"
+	// PlanReasonRehearsalSucceeded and PlanReasonRehearsalFailed: a drill's
+	// RestoreJob ended.
+	PlanReasonRehearsalSucceeded = "RehearsalSucceeded"
+	PlanReasonRehearsalFailed    = "RehearsalFailed"
+	// PlanReasonInvalidDrill: spec.drill.cron does not parse; backups go on,
+	// drills do not.
+	PlanReasonInvalidDrill = "InvalidDrill"
+)

@@ -130,6 +130,11 @@ type PlanStatus struct {
 	// LastDrillTime is the scheduled time of the newest drill started.
 	// +optional
 	LastDrillTime *metav1.Time `json:"lastDrillTime,omitempty"`
+	// LastDrillSkippedTime is the scheduled time of the newest drill that
+	// did not start (no good Backup, one still running, suspended, or past
+	// the starting deadline): runs at or before it are not looked at again.
+	// +optional
+	LastDrillSkippedTime *metav1.Time `json:"lastDrillSkippedTime,omitempty"`
 	// LastRehearsal is the outcome of the newest drill that ended.
 	// +optional
 	LastRehearsal *RehearsalRecord `json:"lastRehearsal,omitempty"`

@@ -695,6 +695,10 @@ func (in *PlanStatus) DeepCopyInto(out *PlanStatus) {
 		in, out := &in.LastDrillTime, &out.LastDrillTime
 		*out = (*in).DeepCopy()
 	}
+	if in.LastDrillSkippedTime != nil {
+		in, out := &in.LastDrillSkippedTime, &out.LastDrillSkippedTime
+		*out = (*in).DeepCopy()
+	}
 	if in.LastRehearsal != nil {
 		in, out := &in.LastRehearsal, &out.LastRehearsal
 		*out = new(RehearsalRecord)

@@ -1,0 +1,83 @@
+package ebdctl
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// dryRunOption is the RestoreJob option that makes it a rehearsal.
+const dryRunOption = "dryRun"
+
+// isDryRun reports whether job asks for a rehearsal (options dryRun: true).
+func isDryRun(job *backupsv1alpha1.RestoreJob) bool {
+	if job.Spec.Options == nil || len(job.Spec.Options.Raw) == 0 {
+		return false
+	}
+	var opts map[string]json.RawMessage
+	if json.Unmarshal(job.Spec.Options.Raw, &opts) != nil {
+		return false
+	}
+	var on bool
+	return json.Unmarshal(opts[dryRunOption], &on) == nil && on
+}
+
+// rehearsalResult prints how a dry-run RestoreJob ended and its report.
+func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
+	ok := job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded
+	outcome := "succeeded"
+	if !ok {
+		outcome = "failed"
+	}
+	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", job.Namespace, job.Name,
+		job.Spec.BackupRef.Name, outcome, oneLine(job.Status.Message))
+	if err := printRehearsal(e.streams.Out, job.Status.Rehearsal); err != nil {
+		return err
+	}
+	if !ok {
+		return silentFailure
+	}
+	return nil
+}
+
+// printRehearsal writes what a real restore would change.
+func printRehearsal(w io.Writer, r *backupsv1alpha1.RehearsalReport) error {
+	if r == nil {
+		_, err := fmt.Fprintln(w, "No rehearsal report.")
+		return err
+	}
+	before := func(n int64) string {
+		if n == 0 {
+			return "unknown"
+		}
+		return fmt.Sprint(n)
+	}
+	fmt.Fprintln(w, "A restore of this Backup would change:")
+	fmt.Fprintf(w, "  revision:  %s now → %d after\n", before(r.RevisionBefore), r.RevisionAfter)
+	fmt.Fprintf(w, "  keys:      %s now → %d after\n", before(r.KeysBefore), r.KeysAfter)
+	if len(r.Resources) == 0 {
+		fmt.Fprintln(w, "  no resource changes its count")
+	} else {
+		t := &table{w: w, headers: []string{"  RESOURCE", "NOW", "AFTER", "CHANGE"}}
+		for _, c := range r.Resources {
+			t.add("  "+oneLine(c.Name), fmt.Sprint(c.Before), fmt.Sprint(c.After), signed(c.After-c.Before))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.NamespacesReturning) > 0 {
+		fmt.Fprintf(w, "  namespaces coming back: %s\n", oneLine(strings.Join(r.NamespacesReturning, ", ")))
+	}
+	if len(r.NamespacesVanishing) > 0 {
+		fmt.Fprintf(w, "  namespaces going away: %s\n", oneLine(strings.Join(r.NamespacesVanishing, ", ")))
+	}
+	if r.Truncated {
+		fmt.Fprintln(w, "  (lists are cut to their largest entries)")
+	}
+	_, err := fmt.Fprintln(w, "Nothing live was changed.")
+	return err
+}
