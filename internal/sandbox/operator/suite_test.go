@@ -134,7 +134,8 @@ func run(m *testing.M) int {
 	}
 	op, err = operator.Setup(mgr, operator.Options{
 		EtcdBinary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), DataDir: filepath.Join(dir, "etcd"),
-		SnapshotJobDeadline: jobDeadline, PodsDir: podsDir,
+		SnapshotJobDeadline: jobDeadline,
+		PodsDir:             podsDir,
 		Executables:         map[string]string{stageCommand: stage},
 	})
 	if err != nil {
