@@ -5,7 +5,7 @@
 // etcd's bolt database and reports what it holds (internal/snapshotinspect)
 // in its termination message, which OutcomeOf and ReportOf read.
 //
-// The Job is hardened as the staging Job is: no service account token,
+// The Job is hardened as the staging Job is (stagingjob's harden.go): no service account token,
 // non-root, read-only root filesystem, every capability dropped, bounded
 // CPU, memory and disk, and a podFailurePolicy that ends it at once when
 // the object is refused (staging.ExitRefused) while crashes and network
@@ -13,8 +13,6 @@
 package inspectjob
 
 import (
-	"crypto/rand"
-	"fmt"
 	"strings"
 	"time"
 
@@ -26,9 +24,9 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
 
 const (
@@ -58,20 +56,12 @@ const (
 
 // MemoryLimit bounds the container: the live key set and the bolt
 // database's mapped pages it touches.
-var MemoryLimit = resource.MustParse("512Mi")
+const MemoryLimit = "512Mi"
 
-// Object is the S3 object to inspect, as the Backup recorded it.
-type Object struct {
-	Endpoint   string
-	Bucket     string
-	Key        string
-	Region     string
-	PathStyle  bool
-	SecretName string
-	// Size and SHA256 (hex, or "sha256:<hex>") pin the bytes.
-	Size   int64
-	SHA256 string
-}
+// Object is the S3 object to inspect, as the Backup recorded it (the
+// staging Job's description of an object: endpoint, bucket, key, region,
+// path style, credentials Secret, size and sha256).
+type Object = stagingjob.Object
 
 // Spec is what an inspection Job is built from.
 type Spec struct {
@@ -98,17 +88,7 @@ func Name(uid types.UID) string { return "etcd-inspect-" + names.Hash(string(uid
 
 // NewName is a fresh Job name no one can guess: "etcd-inspect-" and 12
 // random characters (60 bits).
-func NewName() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("read random bytes: %v", err))
-	}
-	for i := range b {
-		b[i] = alphabet[b[i]%32]
-	}
-	return "etcd-inspect-" + string(b)
-}
+func NewName() string { return stagingjob.RandomName("etcd-inspect-") }
 
 // Labels mark the Job and its Pods as the inspection of a Backup.
 func Labels(uid types.UID) map[string]string {
@@ -128,9 +108,12 @@ func WorkSize(s Spec) resource.Quantity {
 func Options(s Spec) snapshotinspect.Options {
 	o := s.Object
 	return snapshotinspect.Options{
-		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
-		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"), WorkDir: WorkDir,
-		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: TerminationLog,
+		Source: staging.Source{
+			Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
+			Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
+			AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP,
+		},
+		WorkDir: WorkDir, TerminationLog: TerminationLog,
 	}
 }
 
@@ -139,10 +122,6 @@ func Build(s Spec) *batchv1.Job {
 	name := s.JobName
 	if name == "" {
 		name = Name(s.BackupUID)
-	}
-	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, s.Object.SecretName), secretEnv(s3object.SecretAccessKeyKey, s.Object.SecretName)}
-	if s.CAPEM != "" {
-		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: s.CAPEM})
 	}
 	deadline := int64(max(s.Deadline/time.Second, 60))
 	work := WorkSize(s)
@@ -159,38 +138,23 @@ func Build(s Spec) *batchv1.Job {
 			BackoffLimit:            ptr(int32(BackoffLimit)),
 			ActiveDeadlineSeconds:   &deadline,
 			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitRefused}},
-			}, {
-				// An evicted or preempted Pod is not the object's fault.
-				Action:          batchv1.PodFailurePolicyActionIgnore,
-				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
-			}}},
+			PodFailurePolicy:        stagingjob.FailurePolicy(ExitRefused),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.BackupUID)},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr(false),
 					EnableServiceLinks:           ptr(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)), FSGroup: ptr(int64(65532)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              stagingjob.PodSecurityContext(),
 					Containers: []corev1.Container{{
-						Name: ContainerName, Image: s.Image, Command: []string{Command}, Args: Options(s).Args(), Env: env,
+						Name: ContainerName, Image: s.Image, Command: []string{Command}, Args: Options(s).Args(),
+						Env:                      stagingjob.CredentialsEnv(s.Object.SecretName, s.CAPEM),
 						ImagePullPolicy:          corev1.PullIfNotPresent,
 						TerminationMessagePath:   TerminationLog,
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 						VolumeMounts:             []corev1.VolumeMount{{Name: workVolume, MountPath: WorkDir}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: MemoryLimit},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), Privileged: ptr(false),
-							RunAsNonRoot: ptr(true), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
+						Resources:                stagingjob.Resources("128Mi", MemoryLimit),
+						SecurityContext:          stagingjob.ContainerSecurityContext(),
 					}},
 					Volumes: []corev1.Volume{{Name: workVolume, VolumeSource: corev1.VolumeSource{
 						EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &work}}}},
@@ -198,11 +162,6 @@ func Build(s Spec) *batchv1.Job {
 			},
 		},
 	}
-}
-
-func secretEnv(key, secret string) corev1.EnvVar {
-	return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -13,6 +13,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
 func spec() Spec {
@@ -36,9 +37,9 @@ func TestArgumentsParseBackIntoTheRecordedFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := snapshotinspect.Options{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
-		Size: 1 << 20, SHA256: strings.Repeat("a", 64), WorkDir: WorkDir, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true,
-		TerminationLog: TerminationLog}
+	want := snapshotinspect.Options{Source: staging.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
+		Size: 1 << 20, SHA256: strings.Repeat("a", 64), AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true},
+		WorkDir: WorkDir, TerminationLog: TerminationLog}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("parsed %+v\nwant   %+v", o, want)
 	}

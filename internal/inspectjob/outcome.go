@@ -7,43 +7,31 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
-// Outcome is where an inspection Job stands.
-type Outcome int
+// Outcome is where an inspection Job stands: a staging Job's outcomes,
+// read the same way (stagingjob.OutcomeOf).
+type Outcome = stagingjob.Outcome
 
 const (
 	// Running: neither Complete nor Failed yet.
-	Running Outcome = iota
+	Running = stagingjob.Running
 	// Inspected: the Job completed; its Pod's report carries the manifest.
-	Inspected
+	Inspected = stagingjob.Staged
 	// Refused: the binary refused the object (ExitRefused, the
 	// podFailurePolicy ended the Job): retrying cannot help.
-	Refused
+	Refused = stagingjob.Refused
 	// Failed: the Job gave up otherwise (retries, deadline).
-	Failed
+	Failed = stagingjob.Failed
 )
 
 // OutcomeOf reads the Job's final conditions, and its reason and message
-// when it failed.
+// (cut) when it failed.
 func OutcomeOf(j *batchv1.Job) (Outcome, string) {
-	for _, c := range j.Status.Conditions {
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			return Inspected, ""
-		case batchv1.JobFailed:
-			msg := textlimit.Note(c.Reason + ": " + c.Message)
-			if c.Reason == batchv1.JobReasonPodFailurePolicy {
-				return Refused, msg
-			}
-			return Failed, msg
-		}
-	}
-	return Running, ""
+	o, msg := stagingjob.OutcomeOf(j)
+	return o, textlimit.Note(msg)
 }
 
 // ReportOf reads the report the binary left in the termination message of

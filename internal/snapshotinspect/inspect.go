@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -35,7 +36,7 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 	defer db.Close()
 	m := backupsv1alpha1.BackupManifest{DBSizeBytes: st.Size()}
 	counter := NewCounter()
-	err = db.View(func(tx *bolt.Tx) error {
+	err = readGuarded(db, func(tx *bolt.Tx) error {
 		keys, meta, err := staging.Buckets(tx)
 		if err != nil {
 			return err
@@ -60,6 +61,22 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 	m.Keys = counter.Keys()
 	m.Keyspaces, m.Truncated = counter.Keyspaces()
 	return m, nil
+}
+
+// readGuarded runs fn in a read transaction of db, turning a panic into
+// ErrCorrupt. bbolt checks only its meta pages: a tree page that is
+// garbage fails its assertions with a panic, or reads past the mapping (a
+// fault, made a panic here). The file is read-only and closed afterwards,
+// so nothing is left half-done; a crash instead would be retried as if
+// this machine had failed.
+func readGuarded(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: the database's pages are not bolt's: %v", s3object.ErrCorrupt, p)
+		}
+	}()
+	return db.View(fn)
 }
 
 // liveKeys walks bucket "key" in revision order (its byte order) and

@@ -1,9 +1,11 @@
 package snapshotinspect
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -201,5 +203,45 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInspectFileRefusesCorruptPages: bolt checks only its meta pages; a
+// page of the tree that is garbage makes bbolt panic. InspectFile must
+// refuse such a file (ErrCorrupt), not crash: a crash is retried as if
+// the machine had failed, and says nothing of the object.
+func TestInspectFileRefusesCorruptPages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli := startEtcd(ctx, t)
+	for i := range 2000 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	orig, err := os.ReadFile(saveDatabase(ctx, t, cli, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pageSize = 4096
+	refused := 0
+	for page := 2; page < len(orig)/pageSize; page++ {
+		b := append([]byte(nil), orig...)
+		copy(b[page*pageSize:], bytes.Repeat([]byte{0xA5}, 64))
+		path := filepath.Join(dir, fmt.Sprintf("page-%d.db", page))
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := InspectFile(path)
+		switch {
+		case errors.Is(err, s3object.ErrCorrupt):
+			refused++
+		case err != nil:
+			t.Errorf("page %d garbage: %v, want ErrCorrupt", page, err)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no garbage page was refused")
 	}
 }

@@ -24,9 +24,9 @@ import (
 func TestArgsRoundTrip(t *testing.T) {
 	sum := strings.Repeat("ab", 32)
 	for _, o := range []Options{
-		{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum, WorkDir: "/work"},
-		{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
-			WorkDir: "/w", AllowedEndpointCIDRs: []string{"10.0.0.0/8", "127.0.0.0/8"}, AllowHTTP: true, TerminationLog: "/tmp/log"},
+		{Source: staging.Source{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum}, WorkDir: "/work"},
+		{Source: staging.Source{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
+			AllowedEndpointCIDRs: []string{"10.0.0.0/8", "127.0.0.0/8"}, AllowHTTP: true}, WorkDir: "/w", TerminationLog: "/tmp/log"},
 	} {
 		args := o.Args()
 		if args[0] != Subcommand {
@@ -40,7 +40,7 @@ func TestArgsRoundTrip(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, o)
 		}
 	}
-	base := Options{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128, SHA256: sum, WorkDir: "/w"}
+	base := Options{Source: staging.Source{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128, SHA256: sum}, WorkDir: "/w"}
 	for name, mutate := range map[string]func(*Options){
 		"no key":         func(o *Options) { o.Key = "" },
 		"no work dir":    func(o *Options) { o.WorkDir = "" },
@@ -107,8 +107,8 @@ func TestMainAgainstS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db", PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap),
-		AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true}
+	o := Options{Source: staging.Source{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db", PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap),
+		AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true}}
 	run := func(o Options, keys s3server.Credentials) (int, Report) {
 		t.Helper()
 		o.WorkDir = t.TempDir()

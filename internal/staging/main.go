@@ -21,27 +21,28 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 		res, err = run(ctx, o, env)
 	}
 	report := NewReport(res, err)
-	line := report.Line()
-	fmt.Fprint(stdout, line)
 	if err != nil {
 		fmt.Fprintf(stderr, "etcd-stage: %s: %v\n", report.Reason, err)
 	}
-	logPath := o.TerminationLog
-	if logPath == "" {
-		logPath = DefaultTerminationLog
-	}
-	if werr := os.WriteFile(logPath, []byte(line), 0o644); werr != nil {
-		// The exit code still tells the Job what happened.
-		fmt.Fprintf(stderr, "etcd-stage: write the termination log: %v\n", werr)
-	}
+	Emit("etcd-stage", report.Line(), o.TerminationLog, stdout, stderr)
 	return report.ExitCode()
 }
 
+// Emit writes a report's line to stdout and to the termination log
+// (DefaultTerminationLog when logPath is empty); a failed write is said
+// on stderr, under name: the exit code still tells the Job what happened.
+func Emit(name, line, logPath string, stdout, stderr io.Writer) {
+	fmt.Fprint(stdout, line)
+	if logPath == "" {
+		logPath = DefaultTerminationLog
+	}
+	if err := os.WriteFile(logPath, []byte(line), 0o644); err != nil {
+		fmt.Fprintf(stderr, "%s: write the termination log: %v\n", name, err)
+	}
+}
+
 func run(ctx context.Context, o Options, env func(string) string) (Result, error) {
-	r, err := Fetch(ctx, Source{
-		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
-		Size: o.Size, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, AllowHTTP: o.AllowHTTP,
-	}, env)
+	r, err := Fetch(ctx, o.source(), env)
 	if err != nil {
 		return Result{}, err
 	}
@@ -56,8 +57,10 @@ type Source struct {
 	Key       string
 	Region    string
 	PathStyle bool
-	// Size is the recorded size the object must have.
+	// Size is the recorded size the object must have (Fetch checks it);
+	// SHA256 its recorded sha256 (Download and Stage check it).
 	Size                 int64
+	SHA256               string
 	AllowedEndpointCIDRs []string
 	AllowHTTP            bool
 }

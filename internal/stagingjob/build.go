@@ -17,7 +17,6 @@
 package stagingjob
 
 import (
-	"crypto/rand"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,7 +30,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
@@ -125,17 +123,7 @@ func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid
 // the capture, where tenants cannot read them; it creates the claim before
 // the Job, so the claim's name, which the Job shows, tells nothing of the
 // Job's.
-func NewName() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("read random bytes: %v", err))
-	}
-	for i := range b {
-		b[i] = alphabet[b[i]%32]
-	}
-	return "etcd-staging-" + string(b)
-}
+func NewName() string { return RandomName("etcd-staging-") }
 
 // Labels mark the Job, its Pods and the claim as a restore's staging.
 func Labels(uid types.UID) map[string]string {
@@ -200,26 +188,16 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 			BackoffLimit:            ptr(int32(BackoffLimit)),
 			ActiveDeadlineSeconds:   &deadline,
 			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitRefused}},
-			}, {
-				// An evicted or preempted Pod is not the artifact's fault.
-				Action:          batchv1.PodFailurePolicyActionIgnore,
-				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
-			}}},
+			PodFailurePolicy:        FailurePolicy(ExitRefused),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.RestoreJobUID)},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr(false),
 					EnableServiceLinks:           ptr(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)), FSGroup: ptr(int64(65532)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
-					InitContainers: inits,
-					Containers:     containers,
+					SecurityContext:              PodSecurityContext(),
+					InitContainers:               inits,
+					Containers:                   containers,
 					Volumes: []corev1.Volume{{Name: "staging", VolumeSource: corev1.VolumeSource{
 						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
 				},
@@ -251,33 +229,17 @@ func container(s Spec, name string, o Object, file string, p revisionPlan) corev
 		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
 		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: TerminationLog,
 	}.Args()
-	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, o.SecretName), secretEnv(s3object.SecretAccessKeyKey, o.SecretName)}
-	if s.CAPEM != "" {
-		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: s.CAPEM})
-	}
+	env := CredentialsEnv(o.SecretName, s.CAPEM)
 	return corev1.Container{
 		Name: name, Image: s.Image, Command: []string{Command}, Args: args, Env: env,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		TerminationMessagePath:   TerminationLog,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		VolumeMounts:             []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("256Mi")},
-		},
-		SecurityContext: &corev1.SecurityContext{
-			AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), Privileged: ptr(false),
-			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		},
+		Resources:                Resources("64Mi", "256Mi"),
+		SecurityContext:          ContainerSecurityContext(),
 	}
 }
-
-func secretEnv(key, secret string) corev1.EnvVar {
-	return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // Describe says what s stages, for status messages.
 func Describe(s Spec) string {

@@ -26,8 +26,9 @@ import (
 )
 
 // stagingKubelet stands in for the node agent for the driver's restore
-// staging Pods: Pods labelled backupsv1alpha1.StagingLabel, or created by a
-// Job so labelled. Unlike the snapshot agent (simulated in process), their
+// staging Pods and its backup inspection Pods: Pods labelled
+// backupsv1alpha1.StagingLabel or InspectionLabel, or created by a Job so
+// labelled (see runsLabel). Unlike the snapshot agent (simulated in process), their
 // containers run as real local processes (Options.Executables maps the
 // image's command to a local binary, bin/etcd-stage for /etcd-stage), with
 // claims mounted as folders of Volumes and the termination message file
@@ -66,7 +67,7 @@ type podRun struct {
 func (k *stagingKubelet) setup(mgr ctrl.Manager) error {
 	k.runs, k.ran = map[types.NamespacedName]podRun{}, map[types.UID]bool{}
 	maybeStaging := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		if _, ok := o.GetLabels()[backupsv1alpha1.StagingLabel]; ok {
+		if runsLabel(o.GetLabels()) {
 			return true
 		}
 		owner := metav1.GetControllerOf(o)
@@ -136,10 +137,19 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return ctrl.Result{}, nil
 }
 
+// runsLabel reports whether labels mark a Pod (or Job) this kubelet runs:
+// a restore's staging or a Backup's inspection, both of which run the
+// driver's /etcd-stage.
+func runsLabel(labels map[string]string) bool {
+	_, staging := labels[backupsv1alpha1.StagingLabel]
+	_, inspection := labels[backupsv1alpha1.InspectionLabel]
+	return staging || inspection
+}
+
 // isStaging reports whether the Pod or its controlling Job carries the
-// staging label.
+// staging or the inspection label.
 func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, error) {
-	if _, ok := pod.Labels[backupsv1alpha1.StagingLabel]; ok {
+	if runsLabel(pod.Labels) {
 		return true, nil
 	}
 	owner := metav1.GetControllerOf(pod)
@@ -150,8 +160,7 @@ func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, 
 	if err := k.reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, &job); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	_, ok := job.Labels[backupsv1alpha1.StagingLabel]
-	return ok && job.UID == owner.UID, nil
+	return runsLabel(job.Labels) && job.UID == owner.UID, nil
 }
 
 func (k *stagingKubelet) started(uid types.UID) bool {
