@@ -4,6 +4,8 @@ import (
 	"sort"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
@@ -23,8 +25,10 @@ type Prune struct {
 }
 
 // BackupsToPrune applies retention to a plan's Backups at now. It never
-// selects the newest Ready Backup, a Backup named in inUse (a RestoreJob
-// reads it), one held for a content drop (the last good Backup before
+// selects the newest Ready Backup, the newest inspected one (while a
+// newer one's inspection runs, it is the one a content drop would hold), a
+// Backup named in inUse (a RestoreJob reads it), one held for a content
+// drop (the last good Backup before
 // one: a person releases it by removing the annotation), one still
 // Pending (its data may not be complete), or one already being deleted. keepLast counts every kept Backup, newest first by
 // spec.takenAt; maxAge selects Backups taken longer ago than it.
@@ -40,17 +44,19 @@ func BackupsToPrune(backups []backupsv1alpha1.Backup, ret *backupsv1alpha1.PlanR
 	}
 	SortNewestFirst(live)
 
-	newestReady := ""
+	newestReady, newestInspected := "", ""
 	for _, b := range live {
-		if b.Status.Phase == backupsv1alpha1.BackupPhaseReady {
+		if newestReady == "" && b.Status.Phase == backupsv1alpha1.BackupPhaseReady {
 			newestReady = b.Name
-			break
+		}
+		if newestInspected == "" && meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected) {
+			newestInspected = b.Name
 		}
 	}
 
 	var out []Prune
 	for i, b := range live {
-		if b.Name == newestReady || inUse[b.Name] || b.Status.Phase == backupsv1alpha1.BackupPhasePending || b.Status.Phase == "" {
+		if b.Name == newestReady || b.Name == newestInspected || inUse[b.Name] || b.Status.Phase == backupsv1alpha1.BackupPhasePending || b.Status.Phase == "" {
 			continue
 		}
 		if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {

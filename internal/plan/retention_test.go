@@ -38,6 +38,8 @@ func TestBackupsToPrune(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch.Add(100 * time.Hour))
 	deleting := bk("b0", 0, ready)
 	deleting.DeletionTimestamp = &metav1.Time{Time: epoch}
+	inspected := bk("b2", 2, ready)
+	inspected.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionInspected, Status: metav1.ConditionTrue, Reason: "Inspected"}}
 	held := bk("b1", 1, ready)
 	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b2"}
 
@@ -60,6 +62,11 @@ func TestBackupsToPrune(t *testing.T) {
 			backups: []backupsv1alpha1.Backup{held, bk("b2", 2, ready), bk("b3", 3, ready), bk("b4", 4, ready)},
 			ret:     &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1), MaxAge: &metav1.Duration{Duration: 48 * time.Hour}},
 			want:    "b2:KeepLast b3:KeepLast",
+		},
+		"the newest inspected Backup is kept while newer ones are being inspected": {
+			backups: []backupsv1alpha1.Backup{bk("b1", 1, ready), inspected, bk("b3", 3, ready), bk("b4", 4, ready)},
+			ret:     &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)},
+			want:    "b1:KeepLast b3:KeepLast",
 		},
 		"maxAge": {
 			backups: []backupsv1alpha1.Backup{bk("b1", 1, ready), bk("b60", 60, ready), bk("b99", 99, ready)},
