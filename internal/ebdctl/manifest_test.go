@@ -237,3 +237,24 @@ func TestStatusWideShowsTheLastRehearsal(t *testing.T) {
 	g.Expect(rows.Items[0].LastRehearsal).NotTo(BeNil())
 	g.Expect(rows.Items[0].LastRehearsal.Succeeded).To(BeTrue())
 }
+
+// --latest passes over Backups whose inspection failed (never good) and
+// those marked ContentDrop (restoring them restores the loss); status
+// does not count a failed inspection as a good backup.
+func TestLatestSkipsFailedInspectionAndContentDrop(t *testing.T) {
+	g := NewWithT(t)
+	failed := readyBackup("tenant-a", "failed-inspection", "etcd", time.Hour)
+	failed.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionInspected, Status: metav1.ConditionFalse, Reason: backupsv1alpha1.BackupReasonInspectionFailed}}
+	dropped := readyBackup("tenant-a", "dropped", "etcd", 2*time.Hour)
+	dropped.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionContentDrop, Status: metav1.ConditionTrue, Reason: backupsv1alpha1.BackupReasonContentDropped}}
+	e, out, _ := fakeEnv(failed, dropped, readyBackup("tenant-a", "before-the-drop", "etcd", 3*time.Hour))
+	g.Expect(e.run("restore", "etcd", "-n", "tenant-a", "--latest", "--name", "r")).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("from Backup before-the-drop"))
+
+	out.Reset()
+	g.Expect(e.run("status", "-n", "tenant-a", "-o", "json")).To(Succeed())
+	var rows RowList[StatusRow]
+	g.Expect(json.Unmarshal(out.Bytes(), &rows)).To(Succeed())
+	g.Expect(rows.Items[0].GoodBackups).To(Equal(2), "dropped is still a good backup of what was there; failed-inspection is not")
+	g.Expect(rows.Items[0].LastBackup).To(Equal("dropped"))
+}

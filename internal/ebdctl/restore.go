@@ -33,7 +33,8 @@ func (e *env) restoreCommand() *cobra.Command {
 		Short: "Restore an etcd application in place from a Backup (creates a RestoreJob)",
 		Long: `Creates a RestoreJob that restores the Etcd application APP in place from
 the Backup --from names, or from its newest good Backup (--latest: Ready, not
-marked unverified, not a restore's safety Backup). The driver first records a
+marked unverified, not failed inspection, not marked ContentDrop, not a
+restore's safety Backup). The driver first records a
 safety Backup of the live data (unless --safety-snapshot=false), then replaces
 the cluster. With --wait, prints each restore step as it happens and the
 safety Backup's name; exits 1 if the restore fails.
@@ -143,7 +144,7 @@ func latestGood(ctx context.Context, c client.Reader, ns, app string) (*backupsv
 	var best *backupsv1alpha1.Backup
 	for i := range list.Items {
 		b := &list.Items[i]
-		if !isApp(b.Spec.ApplicationRef, app) || !goodBackup(b) || b.Labels[backupsv1alpha1.SafetyBackupLabel] != "" {
+		if !isApp(b.Spec.ApplicationRef, app) || !goodBackup(b) || droppedContent(b) || b.Labels[backupsv1alpha1.SafetyBackupLabel] != "" {
 			continue
 		}
 		if best == nil || b.Spec.TakenAt.After(best.Spec.TakenAt.Time) {
@@ -151,7 +152,7 @@ func latestGood(ctx context.Context, c client.Reader, ns, app string) (*backupsv
 		}
 	}
 	if best == nil {
-		return nil, fmt.Errorf("application %s/%s has no Ready Backup to restore from (Backups marked unverified and safety Backups are not picked; name one with --from)", ns, app)
+		return nil, fmt.Errorf("application %s/%s has no Ready Backup to restore from (Backups marked unverified, failed inspection or content drop, and safety Backups are not picked; name one with --from)", ns, app)
 	}
 	return best, nil
 }

@@ -40,7 +40,7 @@ func (e *env) statusCommand() *cobra.Command {
 		Use:   "status",
 		Short: "Show every etcd application's newest good backup against its Plan",
 		Long: fmt.Sprintf(`For every Etcd application (with -A: in every namespace), shows its newest
-good Backup (Ready and not marked unverified) and how old it is against its
+good Backup (Ready, not marked unverified, not failed inspection) and how old it is against its
 Plan's interval (the longest gap between two runs of the Plan's schedule).
 
 States: %s (within %.1f intervals), %s (older), %s (no good backup although

@@ -1,7 +1,9 @@
 // Package plan runs Plans: it starts a BackupJob at each cron time (in the
 // Plan's time zone, within a starting deadline, honouring the concurrency
-// policy), prunes the Plan's finished BackupJobs to the history limits, and
-// applies retention to the Plan's Backups.
+// policy), prunes the Plan's finished BackupJobs to the history limits,
+// applies retention to the Plan's Backups, and runs the Plan's drills
+// (dry-run RestoreJobs of its newest good Backup on spec.drill.cron) and
+// judges whether a rehearsal is overdue.
 package plan
 
 import (
