@@ -29,7 +29,8 @@ const (
 // manifest; the others are staging's (the same checks fail the same way).
 const ReasonInspected staging.Reason = "Inspected"
 
-// MaxReportMessage bounds the report's message.
+// MaxReportMessage bounds the report's message, as it is and as JSON
+// writes it.
 const MaxReportMessage = 1024
 
 // MaxReportLine bounds the report's line: the kubelet keeps at most 4096
@@ -78,9 +79,14 @@ func (r Report) ExitCode() int {
 
 // Line is the report as one line of JSON, newline included, at most
 // MaxReportLine bytes: while it is longer, the manifest's lists lose
-// entries (see shrink) and Truncated is set.
+// entries (see shrink) and Truncated is set. The message is first cut
+// until JSON writes it in MaxReportMessage bytes (a control character
+// takes six).
 func (r Report) Line() string {
 	r.Message = textlimit.Cut(r.Message, MaxReportMessage)
+	for encodedLen(r.Message) > MaxReportMessage {
+		r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
+	}
 	if r.Manifest != nil {
 		m := *r.Manifest
 		m.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), m.Keyspaces...)
@@ -92,11 +98,24 @@ func (r Report) Line() string {
 			// Only strings, integers and a time: cannot happen.
 			panic(err)
 		}
-		if len(b)+1 <= MaxReportLine || r.Manifest == nil || !shrink(r.Manifest) {
+		switch {
+		case len(b)+1 <= MaxReportLine:
+			return string(b) + "\n"
+		case r.Manifest != nil && shrink(r.Manifest):
+			r.Manifest.Truncated = true
+		case r.Message != "":
+			r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
+		default:
+			// Nothing left to cut; a manifest within its bounds fits.
 			return string(b) + "\n"
 		}
-		r.Manifest.Truncated = true
 	}
+}
+
+// encodedLen is how many bytes JSON writes for s, quotes left out.
+func encodedLen(s string) int {
+	b, _ := json.Marshal(s)
+	return len(b) - 2
 }
 
 // shrink removes one thing from m, least useful first: the tails of

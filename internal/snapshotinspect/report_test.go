@@ -80,6 +80,17 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 	if got, err := ParseReport(refused.Line()); err != nil || !reflect.DeepEqual(got, refused) {
 		t.Fatalf("a refusal does not round-trip: %+v, %v", got, err)
 	}
+	// JSON writes a control character in six bytes: a message within
+	// MaxReportMessage can still be too long for the line.
+	escaped := NewReport(fullManifest(), nil)
+	escaped.Message = strings.Repeat("\x01<", MaxReportMessage/2)
+	if line := escaped.Line(); len(line) > MaxReportLine {
+		t.Fatalf("a message of control characters makes a %d-byte report", len(line))
+	} else if got, err := ParseReport(line); err != nil {
+		t.Fatal(err)
+	} else if len(got.Manifest.Keyspaces) != backupsv1alpha1.ManifestMaxKeyspaces {
+		t.Fatalf("the message's escapes cost %d of the %d keyspaces", backupsv1alpha1.ManifestMaxKeyspaces-len(got.Manifest.Keyspaces), backupsv1alpha1.ManifestMaxKeyspaces)
+	}
 }
 
 // TestParseReportRefusesHostileMessages: the termination message comes

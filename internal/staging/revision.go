@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -192,7 +193,10 @@ func databaseError(what string, err error) error {
 	case errors.Is(err, s3object.ErrCorrupt), errors.Is(err, ErrPlan), errors.As(err, &local):
 		return err
 	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch),
-		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrIncompatibleValue):
+		errors.Is(err, berrors.ErrChecksum), errors.Is(err, berrors.ErrIncompatibleValue),
+		// A file shorter than two of its pages: bbolt does not export
+		// this error (db.go, fileSize), so it is known by its words.
+		strings.Contains(err.Error(), "file size too small"):
 		return fmt.Errorf("%w: %s: %w", s3object.ErrCorrupt, what, err)
 	}
 	return localError{fmt.Errorf("%s: %w", what, err)}

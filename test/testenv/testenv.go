@@ -105,6 +105,10 @@ func Start(extraCRDPaths ...string) (*Env, error) {
 	return StartWith(Options{ExtraCRDPaths: extraCRDPaths})
 }
 
+// EtcdURL is the client URL of the API server's etcd, for tests that read
+// what the API server stored (a snapshot of it, its keys).
+func (e *Env) EtcdURL() string { return e.env.ControlPlane.Etcd.URL.String() }
+
 // StartWith boots an Env as o says.
 func StartWith(o Options) (*Env, error) {
 	if err := requireBinaries("kube-apiserver", "etcd"); err != nil {
