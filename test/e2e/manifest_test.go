@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+)
+
+// shopNamespaces are the tenant cluster's namespaces of the test, and how
+// many ConfigMaps and Secrets each holds.
+var shopNamespaces = map[string][2]int{"shop": {6, 2}, "billing": {4, 3}, "tools": {3, 1}}
+
+// The manifest of a Backup counts what the tenant's own kube-apiserver
+// serves; deleting namespaces and backing up again marks the new Backup
+// ContentDrop and holds the last good one from the Plan's retention
+// (keepLast 1), which deletes it once a person releases the hold.
+func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
+	tn := newTenant(t, true)
+	g := tn.g
+	tn.deploy(1)
+	cs, _ := tn.controlPlane("kubernetes")
+	prefix := "/" + tn.ns + "_kubernetes"
+	for ns, n := range shopNamespaces {
+		_, err := cs.CoreV1().Namespaces().Create(tn.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		for i := range n[0] {
+			_, err := cs.CoreV1().ConfigMaps(ns).Create(tn.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i)}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		for i := range n[1] {
+			_, err := cs.CoreV1().Secrets(ns).Create(tn.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s-%d", i)}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	plan := &backupsv1alpha1.Plan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "daily"},
+		Spec: backupsv1alpha1.PlanSpec{
+			ApplicationRef:  backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			BackupClassName: tn.class, Suspend: true,
+			Schedule:  backupsv1alpha1.PlanSchedule{Cron: "@daily"},
+			Retention: &backupsv1alpha1.PlanRetention{KeepLast: ptr(int32(1))},
+		},
+	}
+	g.Expect(sb.Client.Create(tn.ctx, plan)).To(Succeed())
+
+	good := tn.awaitManifest(tn.takePlanBackup("good", plan.Name))
+	ks := keyspace(g, good.Status.Manifest, prefix)
+	served := servedCounts(tn, cs)
+	g.Expect(count(ks.Resources, "configmaps")).To(Equal(served["configmaps"]), "ConfigMaps in the manifest and served")
+	g.Expect(count(ks.Resources, "secrets")).To(Equal(served["secrets"]), "Secrets in the manifest and served")
+	g.Expect(ks.Namespaces).To(Equal(served["namespaces"]))
+	g.Expect(ks.NamespaceNames).To(ConsistOf(servedNamespaces(tn, cs)))
+	for ns, n := range shopNamespaces {
+		g.Expect(count(ks.TopNamespaces, ns)).To(Equal(int64(n[0]+n[1])), "objects in namespace %s", ns)
+	}
+	t.Logf("manifest of %s: revision %d, %d keys; %s: %d objects, resources %v", good.Name, good.Status.Manifest.Revision,
+		good.Status.Manifest.Keys, ks.Prefix, ks.Objects, ks.Resources)
+
+	// Two namespaces deleted by accident (no namespace controller runs
+	// here: their objects go first, then the namespace is finalized).
+	for _, ns := range []string{"shop", "billing"} {
+		g.Expect(cs.CoreV1().ConfigMaps(ns).DeleteCollection(tn.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})).To(Succeed())
+		g.Expect(cs.CoreV1().Secrets(ns).DeleteCollection(tn.ctx, metav1.DeleteOptions{}, metav1.ListOptions{})).To(Succeed())
+		deleteNamespace(tn, cs, ns)
+	}
+	dropped := tn.awaitManifest(tn.takePlanBackup("after-delete", plan.Name))
+	c := meta.FindStatusCondition(dropped.Status.Conditions, backupsv1alpha1.BackupConditionContentDrop)
+	g.Expect(c).NotTo(BeNil())
+	g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	g.Expect(c.Message).To(ContainSubstring("namespaces gone from " + prefix + ": billing, shop"))
+	g.Expect(c.Message).To(ContainSubstring("configmaps in " + prefix))
+
+	// keepLast 1 would delete "good" now; the hold keeps it.
+	g.Consistently(func() error {
+		return sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)
+	}).WithTimeout(5 * time.Second).Should(Succeed())
+	g.Expect(good.Annotations).To(HaveKeyWithValue(backupsv1alpha1.ContentDropHoldAnnotation, dropped.Name))
+	g.Expect(good.DeletionTimestamp).To(BeNil())
+
+	// A person says the drop was intended: retention applies again.
+	before := good.DeepCopy()
+	delete(good.Annotations, backupsv1alpha1.ContentDropHoldAnnotation)
+	g.Expect(sb.Client.Patch(tn.ctx, good, client.MergeFrom(before))).To(Succeed())
+	g.Eventually(func() bool {
+		err := sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)
+		return apierrors.IsNotFound(err) || good.DeletionTimestamp != nil
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "retention deletes the released Backup")
+}
+
+// A snapshot object corrupted after its Backup was inspected fails a fresh
+// inspection (its Job deleted, its manifest removed: what a person does to
+// have a Backup read again) with a clear reason, and has no manifest.
+func TestACorruptedObjectFailsInspection(t *testing.T) {
+	tn := newTenant(t, true)
+	g := tn.g
+	tn.deploy(1)
+	b := tn.takeBackup("to-corrupt")
+	tn.awaitInspected(b)
+	tn.overwriteObject(b)
+	tn.reinspect(b)
+	c := tn.awaitInspected(b)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Reason).To(Equal(backupsv1alpha1.BackupReasonInspectionRefused), c.Message)
+	g.Expect(c.Message).To(ContainSubstring("sha256"))
+	g.Expect(b.Status.Manifest).To(BeNil())
+}
+
+func (tn *tenant) takePlanBackup(name, plan string) *backupsv1alpha1.Backup {
+	tn.t.Helper()
+	j := &backupsv1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: name},
+		Spec: backupsv1alpha1.BackupJobSpec{
+			ApplicationRef:  backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			BackupClassName: tn.class, PlanRef: &backupsv1alpha1.LocalObjectReference{Name: plan},
+		},
+	}
+	tn.g.Expect(sb.Client.Create(tn.ctx, j)).To(Succeed())
+	j = tn.awaitJob(j, 2*time.Minute)
+	tn.g.Expect(j.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), j.Status.Message)
+	b := &backupsv1alpha1.Backup{}
+	tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: j.Status.BackupRef.Name}, b)).To(Succeed())
+	return b
+}
+
+// awaitInspected waits for b's Inspected condition to leave
+// InspectionPending and returns it.
+func (tn *tenant) awaitInspected(b *backupsv1alpha1.Backup) *metav1.Condition {
+	tn.t.Helper()
+	var c *metav1.Condition
+	tn.g.Eventually(func() string {
+		tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		c = meta.FindStatusCondition(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected)
+		if c == nil {
+			return "none"
+		}
+		return c.Reason
+	}).WithTimeout(2 * time.Minute).WithPolling(250 * time.Millisecond).ShouldNot(BeElementOf("none", backupsv1alpha1.BackupReasonInspectionPending))
+	return c
+}
+
+// awaitManifest waits for b's manifest.
+func (tn *tenant) awaitManifest(b *backupsv1alpha1.Backup) *backupsv1alpha1.Backup {
+	tn.t.Helper()
+	c := tn.awaitInspected(b)
+	tn.g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
+	tn.g.Expect(b.Status.Manifest).NotTo(BeNil())
+	return b
+}
+
+// reinspect deletes b's inspection Job and its manifest (the runbook's
+// "inspect again") and waits until the driver has started another.
+func (tn *tenant) reinspect(b *backupsv1alpha1.Backup) {
+	tn.t.Helper()
+	var jobs batchv1.JobList
+	tn.g.Expect(sb.Client.List(tn.ctx, &jobs, client.InNamespace(tn.ns),
+		client.MatchingLabels{backupsv1alpha1.InspectionLabel: string(b.UID)})).To(Succeed())
+	tn.g.Expect(jobs.Items).To(HaveLen(1))
+	tn.g.Expect(sb.Client.Delete(tn.ctx, &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	tn.g.Eventually(func() bool {
+		return apierrors.IsNotFound(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(&jobs.Items[0]), &batchv1.Job{}))
+	}).WithTimeout(30 * time.Second).Should(BeTrue())
+	tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+	before := b.DeepCopy()
+	b.Status.Manifest = nil
+	tn.g.Expect(sb.Client.Patch(tn.ctx, b, client.MergeFrom(before))).To(Succeed())
+	tn.g.Eventually(func() string {
+		tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+		return meta.FindStatusCondition(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected).Reason
+	}).WithTimeout(time.Minute).Should(Equal(backupsv1alpha1.BackupReasonInspectionPending))
+}
+
+func keyspace(g Gomega, m *backupsv1alpha1.BackupManifest, prefix string) backupsv1alpha1.KeyspaceManifest {
+	for _, k := range m.Keyspaces {
+		if k.Prefix == prefix {
+			return k
+		}
+	}
+	g.Expect(m.Keyspaces).To(ContainElement(HaveField("Prefix", prefix)))
+	return backupsv1alpha1.KeyspaceManifest{}
+}
+
+func count(cs []backupsv1alpha1.ObjectCount, name string) int64 {
+	i := slices.IndexFunc(cs, func(c backupsv1alpha1.ObjectCount) bool { return c.Name == name })
+	if i < 0 {
+		return 0
+	}
+	return cs[i].Count
+}
+
+// servedCounts lists, through the tenant's kube-apiserver, the kinds the
+// test compares.
+func servedCounts(tn *tenant, cs *kubernetes.Clientset) map[string]int64 {
+	cms, err := cs.CoreV1().ConfigMaps("").List(tn.ctx, metav1.ListOptions{})
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	secrets, err := cs.CoreV1().Secrets("").List(tn.ctx, metav1.ListOptions{})
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	return map[string]int64{"configmaps": int64(len(cms.Items)), "secrets": int64(len(secrets.Items)),
+		"namespaces": int64(len(servedNamespaces(tn, cs)))}
+}
+
+func servedNamespaces(tn *tenant, cs *kubernetes.Clientset) []string {
+	nss, err := cs.CoreV1().Namespaces().List(tn.ctx, metav1.ListOptions{})
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, ns := range nss.Items {
+		out = append(out, ns.Name)
+	}
+	return out
+}
+
+// deleteNamespace deletes an empty namespace of the tenant cluster and
+// finalizes it, as the namespace controller would.
+func deleteNamespace(tn *tenant, cs *kubernetes.Clientset, name string) {
+	tn.g.Expect(cs.CoreV1().Namespaces().Delete(tn.ctx, name, metav1.DeleteOptions{})).To(Succeed())
+	tn.g.Eventually(func() error {
+		ns, err := cs.CoreV1().Namespaces().Get(tn.ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		ns.Spec.Finalizers = nil
+		_, err = cs.CoreV1().Namespaces().Finalize(tn.ctx, ns, metav1.UpdateOptions{})
+		if err == nil {
+			err = fmt.Errorf("namespace %s is still there", name)
+		}
+		return err
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
