@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
@@ -23,7 +24,13 @@ func main() {
 		return
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	var code int
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
+		code = rehearse.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+	default:
+		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	}
 	stop()
 	os.Exit(code)
 }
