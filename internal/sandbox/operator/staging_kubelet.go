@@ -66,7 +66,7 @@ type podRun struct {
 func (k *stagingKubelet) setup(mgr ctrl.Manager) error {
 	k.runs, k.ran = map[types.NamespacedName]podRun{}, map[types.UID]bool{}
 	maybeStaging := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		if _, ok := o.GetLabels()[backupsv1alpha1.StagingLabel]; ok {
+		if runsHere(o.GetLabels()) {
 			return true
 		}
 		owner := metav1.GetControllerOf(o)
@@ -139,7 +139,7 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 // isStaging reports whether the Pod or its controlling Job carries the
 // staging label.
 func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, error) {
-	if _, ok := pod.Labels[backupsv1alpha1.StagingLabel]; ok {
+	if runsHere(pod.Labels) {
 		return true, nil
 	}
 	owner := metav1.GetControllerOf(pod)
@@ -150,8 +150,15 @@ func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, 
 	if err := k.reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, &job); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	_, ok := job.Labels[backupsv1alpha1.StagingLabel]
-	return ok && job.UID == owner.UID, nil
+	return runsHere(job.Labels) && job.UID == owner.UID, nil
+}
+
+// runsHere is whether labels mark a Pod (or its Job) this kubelet runs: a
+// restore's staging or a dry run's rehearsal.
+func runsHere(labels map[string]string) bool {
+	_, staging := labels[backupsv1alpha1.StagingLabel]
+	_, rehearsal := labels[backupsv1alpha1.RehearsalLabel]
+	return staging || rehearsal
 }
 
 func (k *stagingKubelet) started(uid types.UID) bool {
