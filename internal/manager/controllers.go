@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
@@ -33,6 +34,7 @@ var controllers = []struct {
 }{
 	{"backupjob", setupBackupJobs},
 	{"restore", setupRestores},
+	{"rehearsal", setupRehearsals},
 	{"plan", setupPlans},
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
@@ -108,6 +110,30 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		pem, err := os.ReadFile(o.S3CAFile)
 		if err != nil {
 			return fmt.Errorf("read --s3-ca-file for the staging Job: %w", err)
+		}
+		r.S3CAPEM = string(pem)
+	}
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+}
+
+func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
+	r := &rehearsal.Reconciler{
+		Client:     o.client(mgr),
+		Reader:     o.cached(mgr),
+		LiveReader: mgr.GetAPIReader(),
+		Recorder:   d.events,
+		Keys:       d.keys,
+		Policy:     d.policy,
+		Image:      o.StagingImage,
+		Census: liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy,
+			ClusterDomain: o.ClusterDomain},
+		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
+		Deadline:             o.RestoreDeadline,
+	}
+	if o.S3CAFile != "" {
+		pem, err := os.ReadFile(o.S3CAFile)
+		if err != nil {
+			return fmt.Errorf("read --s3-ca-file for the rehearsal Job: %w", err)
 		}
 		r.S3CAPEM = string(pem)
 	}
