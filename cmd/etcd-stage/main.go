@@ -2,6 +2,14 @@
 // a stored etcd snapshot against the driver's recorded facts and rewrites
 // it so that the etcd-operator's plain restore of it starts above the live
 // revision with everything below compacted. See internal/staging.
+//
+// `etcd-stage inspect ...` is the inspection step of a backup: it checks the
+// stored snapshot the same way and reports what it holds. See
+// internal/snapshotinspect.
+//
+// `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
+// snapshot as a restore would, boots it in a throwaway etcd on loopback
+// and reads it back. See internal/rehearse.
 package main
 
 import (
@@ -12,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
@@ -26,7 +35,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	switch {
+	case len(os.Args) > 1 && os.Args[1] == snapshotinspect.Subcommand:
+		// The inspection Job: read what a stored snapshot holds.
+		code = snapshotinspect.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
+		// A dry run's rehearsal: stage, boot and read back.
 		code = rehearse.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
 		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)

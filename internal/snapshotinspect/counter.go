@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -146,20 +147,22 @@ func (k *keyspaceCount) manifest(prefix string) (backupsv1alpha1.KeyspaceManifes
 	return m, cut
 }
 
-// bounded cuts a name to ManifestMaxName bytes, on a UTF-8 boundary so the
-// name stays valid text.
+// bounded makes a name valid UTF-8 (a key is any bytes; JSON would
+// replace invalid bytes and lengthen the name) and cuts it to
+// ManifestMaxName bytes on a rune boundary.
 func bounded(name string) (string, bool) {
+	if !utf8.ValidString(name) {
+		name = strings.ToValidUTF8(name, "\uFFFD")
+	}
 	if len(name) <= backupsv1alpha1.ManifestMaxName {
 		return name, false
 	}
 	n := backupsv1alpha1.ManifestMaxName
-	for n > 0 && !utf8RuneStart(name[n]) {
+	for n > 0 && !utf8.RuneStart(name[n]) {
 		n--
 	}
-	return strings.ToValidUTF8(name[:n], ""), true
+	return name[:n], true
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // top sorts counts largest first, then by name, and keeps at most n.
 func top(counts map[string]int64, n int) ([]backupsv1alpha1.ObjectCount, bool) {

@@ -38,34 +38,58 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 }
 
 func run(ctx context.Context, o Options, env func(string) string) (Result, error) {
-	creds := s3object.Credentials{AccessKeyID: env(EnvAccessKeyID), SecretAccessKey: env(EnvSecretAccessKey)}
-	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return Result{}, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, EnvAccessKeyID, EnvSecretAccessKey)
-	}
-	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrArguments, err)
-	}
-	if pem := env(EnvCAPEM); pem != "" {
-		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
-			return Result{}, fmt.Errorf("%w: %s: %w", ErrArguments, EnvCAPEM, err)
-		}
-	}
-	store := s3object.Store{Policy: policy, AllowHTTP: o.AllowHTTP}
-	loc := s3object.Location{Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, ForcePathStyle: o.PathStyle}
-
-	// Refuse a changed object before downloading a byte of it.
-	size, err := store.Stat(ctx, loc, creds)
-	if err != nil {
-		return Result{}, err
-	}
-	if size != o.Size {
-		return Result{}, fmt.Errorf("%w: %s is %d bytes, %d recorded", s3object.ErrSizeMismatch, loc, size, o.Size)
-	}
-	r, err := store.Open(ctx, loc, creds)
+	r, err := Fetch(ctx, Source{
+		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
+		Size: o.Size, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, AllowHTTP: o.AllowHTTP,
+	}, env)
 	if err != nil {
 		return Result{}, err
 	}
 	defer r.Close()
 	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
+}
+
+// Source is one stored object and the endpoint policy to reach it by.
+type Source struct {
+	Endpoint  string
+	Bucket    string
+	Key       string
+	Region    string
+	PathStyle bool
+	// Size is the recorded size the object must have.
+	Size                 int64
+	AllowedEndpointCIDRs []string
+	AllowHTTP            bool
+}
+
+// Fetch opens the object src names for reading, with the S3 keys and the
+// optional CA bundle read from env, under the endpoint policy, after
+// refusing an object whose size is not the recorded one (before a byte of
+// it is downloaded). The caller checks the bytes (Download, Stage) and
+// closes the reader. Errors sort as Stage's (Classify).
+func Fetch(ctx context.Context, src Source, env func(string) string) (io.ReadCloser, error) {
+	creds := s3object.Credentials{AccessKeyID: env(EnvAccessKeyID), SecretAccessKey: env(EnvSecretAccessKey)}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		return nil, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, EnvAccessKeyID, EnvSecretAccessKey)
+	}
+	policy, err := endpointpolicy.Parse(src.AllowedEndpointCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	if pem := env(EnvCAPEM); pem != "" {
+		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrArguments, EnvCAPEM, err)
+		}
+	}
+	store := s3object.Store{Policy: policy, AllowHTTP: src.AllowHTTP}
+	loc := s3object.Location{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region, ForcePathStyle: src.PathStyle}
+
+	size, err := store.Stat(ctx, loc, creds)
+	if err != nil {
+		return nil, err
+	}
+	if size != src.Size {
+		return nil, fmt.Errorf("%w: %s is %d bytes, %d recorded", s3object.ErrSizeMismatch, loc, size, src.Size)
+	}
+	return store.Open(ctx, loc, creds)
 }

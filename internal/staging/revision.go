@@ -38,6 +38,63 @@ func revisionKey(main, sub int64) []byte {
 	return b
 }
 
+// IsTombstone says whether a key of bucket "key" marks a deletion.
+func IsTombstone(k []byte) bool { return len(k) == revKeyLen+1 && k[revKeyLen] == markTombstone }
+
+// ParseRevisionKey returns the main revision of a key of bucket "key" (or
+// of a compaction mark), refusing anything that is not etcd's layout.
+func ParseRevisionKey(k []byte) (int64, error) { return parseRevisionKey(k) }
+
+// Buckets returns bucket "key" and bucket "meta" of an etcd database,
+// refusing (ErrCorrupt) a database without them.
+func Buckets(tx *bolt.Tx) (keys, meta *bolt.Bucket, err error) {
+	keys, meta = tx.Bucket(keyBucket), tx.Bucket(metaBucket)
+	if keys == nil || meta == nil {
+		return nil, nil, fmt.Errorf("%w: no %q or %q bucket, not an etcd v3 database", s3object.ErrCorrupt, keyBucket, metaBucket)
+	}
+	return keys, meta, nil
+}
+
+// Marks are the revisions etcd's layout records for a snapshot.
+type Marks struct {
+	// Newest is the newest key's revision (1 when the keyspace was
+	// never written: such a snapshot restores at revision 1).
+	Newest int64
+	// Compacted is the larger of the scheduled and the finished
+	// compaction marks (0: none).
+	Compacted int64
+}
+
+// SnapshotRevision is the revision the snapshot restores at: its newest
+// key's, or its compaction mark's when that is higher (a compaction at a
+// head of deletions removes the tombstones, leaving the mark above every
+// key). etcd's own restore starts there too.
+func (m Marks) SnapshotRevision() int64 { return max(m.Newest, m.Compacted) }
+
+// ReadMarks reads the revision marks of the buckets Buckets returned.
+func ReadMarks(keys, meta *bolt.Bucket) (Marks, error) { return readMarks(keys, meta) }
+
+func readMarks(keys, meta *bolt.Bucket) (Marks, error) {
+	m := Marks{Newest: 1}
+	if last, _ := keys.Cursor().Last(); last != nil {
+		rev, err := parseRevisionKey(last)
+		if err != nil {
+			return Marks{}, err
+		}
+		m.Newest = rev
+	}
+	for _, mark := range [][]byte{scheduledCompactID, finishedCompactID} {
+		if v := meta.Get(mark); v != nil {
+			rev, err := parseRevisionKey(v)
+			if err != nil {
+				return Marks{}, fmt.Errorf("%s: %w", mark, err)
+			}
+			m.Compacted = max(m.Compacted, rev)
+		}
+	}
+	return m, nil
+}
+
 // parseRevisionKey returns the main revision of a key of bucket "key" (or
 // of a compaction mark), refusing anything that is not etcd's layout.
 func parseRevisionKey(k []byte) (int64, error) {
@@ -57,6 +114,10 @@ type edit struct {
 	snapshotRevision int64
 	target           int64
 }
+
+// OpenTimeout bounds the wait for a database file's lock, for other
+// readers of a staged or fetched snapshot.
+func OpenTimeout() time.Duration { return openTimeout }
 
 // openTimeout bounds the wait for the database file's lock.
 var openTimeout = 10 * time.Second
@@ -81,27 +142,15 @@ func bumpRevision(path string, p Plan) (edit, error) {
 	}
 	var e edit
 	err = db.Update(func(tx *bolt.Tx) error {
-		keys, meta := tx.Bucket(keyBucket), tx.Bucket(metaBucket)
-		if keys == nil || meta == nil {
-			return fmt.Errorf("%w: no %q or %q bucket, not an etcd v3 database", s3object.ErrCorrupt, keyBucket, metaBucket)
-		}
-		last, _ := keys.Cursor().Last()
-		if last == nil {
-			// etcd writes nothing in "key" until the first write;
-			// such a snapshot restores at revision 1 regardless.
-			e.snapshotRevision = 1
-		} else if e.snapshotRevision, err = parseRevisionKey(last); err != nil {
+		keys, meta, err := Buckets(tx)
+		if err != nil {
 			return err
 		}
-		for _, mark := range [][]byte{scheduledCompactID, finishedCompactID} {
-			if v := meta.Get(mark); v != nil {
-				rev, err := parseRevisionKey(v)
-				if err != nil {
-					return fmt.Errorf("%s: %w", mark, err)
-				}
-				e.snapshotRevision = max(e.snapshotRevision, rev)
-			}
+		marks, err := readMarks(keys, meta)
+		if err != nil {
+			return err
 		}
+		e.snapshotRevision = marks.SnapshotRevision()
 		if e.target, err = p.Target(e.snapshotRevision); err != nil {
 			return err
 		}
@@ -125,6 +174,10 @@ func bumpRevision(path string, p Plan) (edit, error) {
 	}
 	return e, nil
 }
+
+// DatabaseError sorts an error of a bolt database by cause, as
+// databaseError does, for other readers of a fetched snapshot.
+func DatabaseError(what string, err error) error { return databaseError(what, err) }
 
 // databaseError sorts an error of the bolt database by cause. The bytes
 // are exactly the recorded ones (size, sha256 and etcd's trailer were

@@ -45,6 +45,10 @@ type localError struct{ err error }
 func (e localError) Error() string { return e.err.Error() }
 func (e localError) Unwrap() error { return e.err }
 
+// LocalError marks err as a failure of the local disk, which Classify
+// calls ReasonVolumeFailed (retryable).
+func LocalError(err error) error { return localError{err} }
+
 // Stage streams the snapshot r into a temporary file next to out, refusing
 // it unless it is exactly size bytes with sha256 sha256Hex and an intact
 // etcd integrity trailer; raises its revision as p says (see the package
@@ -57,35 +61,16 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 		return Result{}, err
 	}
 	dir := filepath.Dir(out)
-	if err := removeLeftovers(dir, tempPrefix(out)); err != nil {
+	tmpName, err := download(r, size, sha256Hex, dir, tempPrefix(out))
+	if err != nil {
 		return Result{}, err
 	}
-	tmp, err := os.CreateTemp(dir, tempPrefix(out)+"*")
-	if err != nil {
-		return Result{}, localError{fmt.Errorf("create the staging file in %s: %w", dir, err)}
-	}
-	tmpName := tmp.Name()
 	done := false
 	defer func() {
 		if !done {
-			tmp.Close()
 			os.Remove(tmpName)
 		}
 	}()
-
-	// The copy into the file goes through the check: a write error
-	// surfaces as the copy's error, which is why it is wrapped.
-	_, err = s3object.CheckSnapshot(io.TeeReader(&boundedReader{r: r, left: size}, writerOf{tmp}), size, "sha256:"+sha256Hex)
-	if err != nil {
-		return Result{}, fmt.Errorf("check the snapshot: %w", err)
-	}
-	// Drop etcd's trailer: bolt must see only the database.
-	if err := tmp.Truncate(size - sha256.Size); err != nil {
-		return Result{}, localError{fmt.Errorf("strip the integrity trailer: %w", err)}
-	}
-	if err := tmp.Close(); err != nil {
-		return Result{}, localError{fmt.Errorf("close the staging file: %w", err)}
-	}
 
 	e, err := bumpRevision(tmpName, p)
 	if err != nil {
@@ -109,6 +94,53 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 		Size:              staged.Size,
 		SHA256:            staged.SHA256,
 	}, nil
+}
+
+// Download streams the snapshot r into a new file named prefix* in dir,
+// refusing it unless it is exactly size bytes with sha256 sha256Hex and an
+// intact etcd integrity trailer, and strips the trailer: the file is the
+// bolt database alone. Files named prefix* that earlier attempts left are
+// removed first. On an error no file is left; otherwise the caller
+// removes the returned one. Errors sort as Stage's (Classify).
+func Download(r io.Reader, size int64, sha256Hex, dir, prefix string) (string, error) {
+	if err := checkObject(size, sha256Hex); err != nil {
+		return "", err
+	}
+	if prefix == "" || strings.ContainsRune(prefix, filepath.Separator) {
+		return "", fmt.Errorf("%w: temporary file prefix %q", ErrArguments, prefix)
+	}
+	return download(r, size, sha256Hex, dir, prefix)
+}
+
+func download(r io.Reader, size int64, sha256Hex, dir, prefix string) (string, error) {
+	if err := removeLeftovers(dir, prefix); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(dir, prefix+"*")
+	if err != nil {
+		return "", localError{fmt.Errorf("create the download file in %s: %w", dir, err)}
+	}
+	tmpName := tmp.Name()
+	fail := func(err error) (string, error) {
+		tmp.Close()
+		os.Remove(tmpName)
+		return "", err
+	}
+	// The copy into the file goes through the check: a write error
+	// surfaces as the copy's error, which is why it is wrapped.
+	_, err = s3object.CheckSnapshot(io.TeeReader(&boundedReader{r: r, left: size}, writerOf{tmp}), size, "sha256:"+sha256Hex)
+	if err != nil {
+		return fail(fmt.Errorf("check the snapshot: %w", err))
+	}
+	// Drop etcd's trailer: bolt must see only the database.
+	if err := tmp.Truncate(size - sha256.Size); err != nil {
+		return fail(localError{fmt.Errorf("strip the integrity trailer: %w", err)})
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmpName)
+		return "", localError{fmt.Errorf("close the download file: %w", err)}
+	}
+	return tmpName, nil
 }
 
 // tempPrefix is how the temporary files of out are named.
@@ -137,17 +169,30 @@ func removeLeftovers(dir, prefix string) error {
 }
 
 func checkArgs(size int64, sha256Hex, out string, p Plan) error {
-	if size <= sha256.Size {
-		return fmt.Errorf("%w: size %d cannot hold an etcd snapshot", ErrArguments, size)
-	}
-	if b, err := hex.DecodeString(sha256Hex); err != nil || len(b) != sha256.Size || strings.ToLower(sha256Hex) != sha256Hex {
-		return fmt.Errorf("%w: sha256 %q is not 64 lower-case hex digits", ErrArguments, sha256Hex)
+	if err := checkObject(size, sha256Hex); err != nil {
+		return err
 	}
 	if out == "" {
 		return fmt.Errorf("%w: no output path", ErrArguments)
 	}
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	return nil
+}
+
+// CheckObject refuses recorded facts no etcd snapshot can have: a size
+// that cannot hold etcd's trailer, a sha256 that is not 64 lower-case hex
+// digits (ErrArguments).
+func CheckObject(size int64, sha256Hex string) error { return checkObject(size, sha256Hex) }
+
+// checkObject refuses recorded facts no etcd snapshot can have.
+func checkObject(size int64, sha256Hex string) error {
+	if size <= sha256.Size {
+		return fmt.Errorf("%w: size %d cannot hold an etcd snapshot", ErrArguments, size)
+	}
+	if b, err := hex.DecodeString(sha256Hex); err != nil || len(b) != sha256.Size || strings.ToLower(sha256Hex) != sha256Hex {
+		return fmt.Errorf("%w: sha256 %q is not 64 lower-case hex digits", ErrArguments, sha256Hex)
 	}
 	return nil
 }

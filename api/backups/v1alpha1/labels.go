@@ -16,6 +16,9 @@ const (
 	// SafetyBackupLabel marks a Backup taken by a RestoreJob before it
 	// destroyed anything; its value is the RestoreJob name.
 	SafetyBackupLabel = "backups.cozystack.io/safety-for-restore"
+	// InspectionLabel marks the inspection Job of a Backup and its Pods;
+	// its value is the Backup's UID.
+	InspectionLabel = "backups.cozystack.io/inspection"
 	// SnapshotHistoryLabel is set on an EtcdSnapshot when the driver hands
 	// it to its Backup: it is then history, which the driver does not
 	// cache (its caches select EtcdSnapshots without this label).

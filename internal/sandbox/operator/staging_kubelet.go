@@ -26,8 +26,9 @@ import (
 )
 
 // stagingKubelet stands in for the node agent for the driver's restore
-// staging Pods: Pods labelled backupsv1alpha1.StagingLabel, or created by a
-// Job so labelled. Unlike the snapshot agent (simulated in process), their
+// staging Pods and its backup inspection Pods: Pods labelled
+// backupsv1alpha1.StagingLabel or InspectionLabel, or created by a Job so
+// labelled (see runsLabel). Unlike the snapshot agent (simulated in process), their
 // containers run as real local processes (Options.Executables maps the
 // image's command to a local binary, bin/etcd-stage for /etcd-stage), with
 // claims mounted as folders of Volumes and the termination message file
@@ -66,7 +67,7 @@ type podRun struct {
 func (k *stagingKubelet) setup(mgr ctrl.Manager) error {
 	k.runs, k.ran = map[types.NamespacedName]podRun{}, map[types.UID]bool{}
 	maybeStaging := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		if runsHere(o.GetLabels()) {
+		if runsLabel(o.GetLabels()) {
 			return true
 		}
 		owner := metav1.GetControllerOf(o)
@@ -136,10 +137,20 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	return ctrl.Result{}, nil
 }
 
+// runsLabel reports whether labels mark a Pod (or Job) this kubelet runs:
+// a restore's staging, a Backup's inspection or a dry run's rehearsal,
+// all of which run the driver's /etcd-stage.
+func runsLabel(labels map[string]string) bool {
+	_, staging := labels[backupsv1alpha1.StagingLabel]
+	_, inspection := labels[backupsv1alpha1.InspectionLabel]
+	_, rehearsal := labels[backupsv1alpha1.RehearsalLabel]
+	return staging || inspection || rehearsal
+}
+
 // isStaging reports whether the Pod or its controlling Job carries the
-// staging label.
+// staging or the inspection label.
 func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, error) {
-	if runsHere(pod.Labels) {
+	if runsLabel(pod.Labels) {
 		return true, nil
 	}
 	owner := metav1.GetControllerOf(pod)
@@ -150,15 +161,7 @@ func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, 
 	if err := k.reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: owner.Name}, &job); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	return runsHere(job.Labels) && job.UID == owner.UID, nil
-}
-
-// runsHere is whether labels mark a Pod (or its Job) this kubelet runs: a
-// restore's staging or a dry run's rehearsal.
-func runsHere(labels map[string]string) bool {
-	_, staging := labels[backupsv1alpha1.StagingLabel]
-	_, rehearsal := labels[backupsv1alpha1.RehearsalLabel]
-	return staging || rehearsal
+	return runsLabel(job.Labels) && job.UID == owner.UID, nil
 }
 
 func (k *stagingKubelet) started(uid types.UID) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -39,12 +40,15 @@ const (
 )
 
 // stageCommand is the staging image's command; the kubelet stand-in runs
-// fakeStage for it: a script that writes $AWS_ACCESS_KEY_ID to --out, a
+// fakeStage for it: for the inspect subcommand, the real etcd-stage built
+// next to it (TestMain builds it from ./cmd/etcd-stage); otherwise a
+// script that writes $AWS_ACCESS_KEY_ID to --out, a
 // JSON report to --termination-log, and exits with $STAGE_EXIT; or, with
 // $STAGE_CRASH set, runs that program instead (crashHelper).
 const (
 	stageCommand = "/etcd-stage"
 	fakeStage    = `#!/bin/sh
+[ "$1" = inspect ] && exec "$(dirname "$0")/etcd-stage" "$@"
 out= report=
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -68,6 +72,8 @@ var (
 	op    *operator.Operator
 	s3    *s3server.Server
 	creds = s3server.Credentials{AccessKeyID: "conformance-key", SecretAccessKey: "conformance-secret"}
+	// podsDir holds the kubelet stand-in's Pod folders.
+	podsDir string
 )
 
 func TestMain(m *testing.M) {
@@ -113,6 +119,14 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The real etcd-stage, which the fake one runs for inspection Pods.
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "etcd-stage"), "./cmd/etcd-stage")
+	build.Dir, build.Stdout, build.Stderr = testenv.RepoRoot(), os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build etcd-stage:", err)
+		return 1
+	}
+	podsDir = filepath.Join(dir, "pods")
 	stage := filepath.Join(dir, "fake-etcd-stage")
 	if err := os.WriteFile(stage, []byte(fakeStage), 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -121,6 +135,7 @@ func run(m *testing.M) int {
 	op, err = operator.Setup(mgr, operator.Options{
 		EtcdBinary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), DataDir: filepath.Join(dir, "etcd"),
 		SnapshotJobDeadline: jobDeadline,
+		PodsDir:             podsDir,
 		Executables:         map[string]string{stageCommand: stage},
 	})
 	if err != nil {

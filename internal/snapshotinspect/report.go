@@ -1,0 +1,255 @@
+package snapshotinspect
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+)
+
+// Outcome is how an inspection run ended.
+type Outcome string
+
+const (
+	// OutcomeInspected: the manifest is in the report (exit
+	// staging.ExitStaged, 0).
+	OutcomeInspected Outcome = "Inspected"
+	// OutcomeRetryable: failed; another attempt may succeed
+	// (staging.ExitRetryable).
+	OutcomeRetryable Outcome = "Retryable"
+	// OutcomeRefused: the object or the arguments are refused for good
+	// (staging.ExitRefused).
+	OutcomeRefused Outcome = "Refused"
+)
+
+// ReasonInspected is the reason of an inspection that produced its
+// manifest; the others are staging's (the same checks fail the same way).
+const ReasonInspected staging.Reason = "Inspected"
+
+// MaxReportMessage bounds the report's message.
+const MaxReportMessage = 1024
+
+// MaxReportLine bounds the report's line: the kubelet keeps at most 4096
+// bytes of a termination message; Line shrinks the manifest's lists until
+// the report fits.
+const MaxReportLine = 4000
+
+// Report is the one line of JSON `etcd-stage inspect` writes to its
+// termination log (and stdout), for the driver to read from the Pod's
+// termination message.
+type Report struct {
+	Outcome Outcome        `json:"outcome"`
+	Reason  staging.Reason `json:"reason"`
+	// Message says what happened in words; cut to MaxReportMessage.
+	Message string `json:"message,omitempty"`
+	// Manifest is set exactly when Outcome is OutcomeInspected. Its
+	// InspectedAt and Signature are left empty: the driver sets them.
+	Manifest *backupsv1alpha1.BackupManifest `json:"manifest,omitempty"`
+}
+
+// NewReport is the report of a run that returned m and err.
+func NewReport(m backupsv1alpha1.BackupManifest, err error) Report {
+	if err == nil {
+		r := Report{Outcome: OutcomeInspected, Reason: ReasonInspected, Manifest: &m}
+		r.Message = fmt.Sprintf("inspected at revision %d (compacted up to %d): %d keys, %d Kubernetes keyspaces", m.Revision, m.CompactedRevision, m.Keys, len(m.Keyspaces))
+		return r
+	}
+	reason, retryable := staging.Classify(err)
+	r := Report{Outcome: OutcomeRefused, Reason: reason, Message: textlimit.Cut(err.Error(), MaxReportMessage)}
+	if retryable {
+		r.Outcome = OutcomeRetryable
+	}
+	return r
+}
+
+// ExitCode is the process exit code that goes with the report.
+func (r Report) ExitCode() int {
+	switch r.Outcome {
+	case OutcomeInspected:
+		return staging.ExitStaged
+	case OutcomeRefused:
+		return staging.ExitRefused
+	}
+	return staging.ExitRetryable
+}
+
+// Line is the report as one line of JSON, newline included, at most
+// MaxReportLine bytes: while it is longer, the manifest's lists lose
+// entries (see shrink) and Truncated is set.
+func (r Report) Line() string {
+	r.Message = textlimit.Cut(r.Message, MaxReportMessage)
+	if r.Manifest != nil {
+		m := *r.Manifest
+		m.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), m.Keyspaces...)
+		r.Manifest = &m
+	}
+	for {
+		b, err := json.Marshal(r)
+		if err != nil {
+			// Only strings, integers and a time: cannot happen.
+			panic(err)
+		}
+		if len(b)+1 <= MaxReportLine || r.Manifest == nil || !shrink(r.Manifest) {
+			return string(b) + "\n"
+		}
+		r.Manifest.Truncated = true
+	}
+}
+
+// shrink removes one thing from m, least useful first: the tails of
+// TopNamespaces (down to 3) and Resources (down to 8) of the keyspace
+// with the longest list, then whole NamespaceNames lists (never a part:
+// a part would read as namespaces gone), last keyspace first, then the
+// rest of those lists, then whole keyspaces from the end. It returns false
+// when nothing is left to remove.
+func shrink(m *backupsv1alpha1.BackupManifest) bool {
+	ks := m.Keyspaces
+	longest := func(list func(k *backupsv1alpha1.KeyspaceManifest) int, floor int) int {
+		best := -1
+		for i := range ks {
+			if n := list(&ks[i]); n > floor && (best < 0 || n >= list(&ks[best])) {
+				best = i
+			}
+		}
+		return best
+	}
+	tops := func(k *backupsv1alpha1.KeyspaceManifest) int { return len(k.TopNamespaces) }
+	resources := func(k *backupsv1alpha1.KeyspaceManifest) int { return len(k.Resources) }
+	if i := longest(tops, 3); i >= 0 {
+		cutTail(&ks[i], len(ks[i].TopNamespaces)-1, false)
+		return true
+	}
+	if i := longest(resources, 8); i >= 0 {
+		cutTail(&ks[i], len(ks[i].Resources)-1, true)
+		return true
+	}
+	for i := len(ks) - 1; i >= 0; i-- {
+		if ks[i].NamespaceNames != nil {
+			ks[i].NamespaceNames = nil
+			return true
+		}
+	}
+	if i := longest(tops, 0); i >= 0 {
+		cutTail(&ks[i], len(ks[i].TopNamespaces)-1, false)
+		return true
+	}
+	if i := longest(resources, 0); i >= 0 {
+		cutTail(&ks[i], len(ks[i].Resources)-1, true)
+		return true
+	}
+	if len(ks) > 0 {
+		m.Keyspaces = ks[:len(ks)-1]
+		return true
+	}
+	return false
+}
+
+// cutTail shortens the keyspace's Resources (resources) or TopNamespaces
+// to n entries, copying so the caller's manifest is untouched.
+func cutTail(k *backupsv1alpha1.KeyspaceManifest, n int, resources bool) {
+	if resources {
+		k.Resources = append([]backupsv1alpha1.ObjectCount(nil), k.Resources[:n]...)
+		return
+	}
+	k.TopNamespaces = append([]backupsv1alpha1.ObjectCount(nil), k.TopNamespaces[:n]...)
+}
+
+// MaxTerminationMessage is the most ParseReport reads: the kubelet keeps
+// no more.
+const MaxTerminationMessage = 4096
+
+// ParseReport reads a Pod's termination message. The Pod runs in a
+// tenant's namespace, so the message is untrusted data: it refuses
+// anything that is not one complete report within the manifest's bounds,
+// so a truncated, foreign or forged message is never taken for an outcome.
+func ParseReport(s string) (Report, error) {
+	if len(s) > MaxTerminationMessage {
+		return Report{}, fmt.Errorf("termination message is %d bytes, more than %d", len(s), MaxTerminationMessage)
+	}
+	var r Report
+	dec := json.NewDecoder(strings.NewReader(strings.TrimSpace(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Report{}, fmt.Errorf("termination message is not an inspection report: %w", err)
+	}
+	if dec.More() {
+		return Report{}, fmt.Errorf("termination message holds more than one inspection report")
+	}
+	if r.Reason == "" || len(r.Reason) > backupsv1alpha1.ManifestMaxName {
+		return Report{}, fmt.Errorf("inspection report has no usable reason")
+	}
+	if len(r.Message) > MaxReportMessage {
+		return Report{}, fmt.Errorf("inspection report's message is %d bytes, more than %d", len(r.Message), MaxReportMessage)
+	}
+	switch r.Outcome {
+	case OutcomeInspected:
+		if r.Manifest == nil || r.Reason != ReasonInspected {
+			return Report{}, fmt.Errorf("inspection report says %s but carries no manifest", r.Outcome)
+		}
+		if err := checkManifest(r.Manifest); err != nil {
+			return Report{}, fmt.Errorf("inspection report's manifest: %w", err)
+		}
+	case OutcomeRetryable, OutcomeRefused:
+		if r.Manifest != nil {
+			return Report{}, fmt.Errorf("inspection report says %s but carries a manifest", r.Outcome)
+		}
+	default:
+		return Report{}, fmt.Errorf("inspection report has unknown outcome %q", r.Outcome)
+	}
+	return r, nil
+}
+
+// checkManifest refuses values no inspection produces.
+func checkManifest(m *backupsv1alpha1.BackupManifest) error {
+	switch {
+	case !m.InspectedAt.IsZero() || m.Signature != "":
+		return fmt.Errorf("carries inspectedAt or a signature, which only the driver sets")
+	case m.Revision <= 0 || m.CompactedRevision < 0 || m.CompactedRevision > m.Revision:
+		return fmt.Errorf("revision %d, compacted revision %d", m.Revision, m.CompactedRevision)
+	case m.Keys < 0 || m.DBSizeBytes <= 0:
+		return fmt.Errorf("%d keys, %d bytes", m.Keys, m.DBSizeBytes)
+	case len(m.Keyspaces) > backupsv1alpha1.ManifestMaxKeyspaces:
+		return fmt.Errorf("%d keyspaces, more than %d", len(m.Keyspaces), backupsv1alpha1.ManifestMaxKeyspaces)
+	}
+	var objects int64
+	for _, k := range m.Keyspaces {
+		if err := checkKeyspace(k); err != nil {
+			return fmt.Errorf("keyspace %.63q: %w", k.Prefix, err)
+		}
+		objects += k.Objects
+	}
+	if objects > m.Keys {
+		return fmt.Errorf("keyspaces hold %d objects, more than the %d keys", objects, m.Keys)
+	}
+	return nil
+}
+
+func checkKeyspace(k backupsv1alpha1.KeyspaceManifest) error {
+	switch {
+	case !validName(k.Prefix) || !strings.HasPrefix(k.Prefix, "/"):
+		return fmt.Errorf("prefix is not a bounded path segment")
+	case k.Objects < 0 || k.Namespaces < 0 || k.Namespaces > k.Objects:
+		return fmt.Errorf("%d objects, %d namespaces", k.Objects, k.Namespaces)
+	case len(k.Resources) > backupsv1alpha1.ManifestMaxResources || len(k.TopNamespaces) > backupsv1alpha1.ManifestMaxNamespaces ||
+		len(k.NamespaceNames) > 2*backupsv1alpha1.ManifestMaxNamespaces || int64(len(k.NamespaceNames)) > k.Namespaces:
+		return fmt.Errorf("lists longer than their bounds")
+	}
+	for _, list := range [][]backupsv1alpha1.ObjectCount{k.Resources, k.TopNamespaces} {
+		for _, c := range list {
+			if !validName(c.Name) || c.Count < 0 || c.Count > k.Objects {
+				return fmt.Errorf("entry %.63q with count %d", c.Name, c.Count)
+			}
+		}
+	}
+	for _, n := range k.NamespaceNames {
+		if !validName(n) {
+			return fmt.Errorf("namespace name %.63q", n)
+		}
+	}
+	return nil
+}
+
+func validName(s string) bool { return s != "" && len(s) <= backupsv1alpha1.ManifestMaxName }
