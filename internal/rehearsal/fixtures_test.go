@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -204,8 +203,8 @@ func putObject(t *testing.T, key string, data []byte) {
 	}
 }
 
-// create writes b: its spec, then its status (Backups have no status
-// subresource, so one create carries both).
+// create creates obj (a Backup's status too: Backups have no status
+// subresource).
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
 	if err := k.Create(context.Background(), obj); err != nil {
@@ -226,7 +225,7 @@ func waitEnd(t *testing.T, ns, name string) *backupsv1alpha1.RestoreJob {
 	NewWithT(t).Eventually(func() backupsv1alpha1.RestoreJobPhase {
 		_ = k.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rj)
 		return rj.Status.Phase
-	}).WithTimeout(3*time.Minute).WithPolling(200*time.Millisecond).Should(Or(
+	}).WithTimeout(3 * time.Minute).WithPolling(200 * time.Millisecond).Should(Or(
 		Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), Equal(backupsv1alpha1.RestoreJobPhaseFailed)))
 	return rj
 }
@@ -248,5 +247,3 @@ func changeOf(rep *backupsv1alpha1.RehearsalReport, name string) *backupsv1alpha
 	}
 	return nil
 }
-
-var _ = strings.Contains

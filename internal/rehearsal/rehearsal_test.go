@@ -19,8 +19,8 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -30,10 +30,9 @@ type liveState struct {
 	clusterUID, clusterRV string
 	hrRV                  string
 	hrSuspend             bool
-	revision              int64
 }
 
-func observeLive(t *testing.T, ns string, cli interface{}) liveState {
+func observeLive(t *testing.T, ns string) liveState {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -68,7 +67,7 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	del(t, cli, "/registry/pods/c/")
 	put(t, cli, "/registry/pods/a/p3")
 	put(t, cli, "/registry/pods/a/p4")
-	before := observeLive(t, ns, cli)
+	before := observeLive(t, ns)
 	liveRev := revision(t, cli)
 
 	create(t, dryRun(ns, "rehearse", "nightly"))
@@ -93,7 +92,7 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("revision %d → %d", liveRev, liveRev+staging.DefaultMargin)))
 
 	// Nothing live changed.
-	g.Expect(observeLive(t, ns, cli)).To(Equal(before))
+	g.Expect(observeLive(t, ns)).To(Equal(before))
 	g.Expect(before.hrSuspend).To(BeFalse())
 	g.Expect(revision(t, cli)).To(Equal(liveRev))
 	var leases coordinationv1.LeaseList
