@@ -9,7 +9,7 @@
 //
 // `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
 // snapshot as a restore would, boots it in a throwaway etcd on loopback
-// and reads it back. See internal/rehearse.
+// and reads it back. See internal/rehearse/step.
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
@@ -40,7 +41,7 @@ func main() {
 		code = snapshotinspect.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
 		// A dry run's rehearsal: stage, boot and read back.
-		code = rehearse.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		code = step.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
 		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}

@@ -17,4 +17,9 @@
 // its termination message and exits with staging's codes: ExitRehearsed,
 // ExitRetryable, or ExitRefused for bytes that are refused or a snapshot
 // that does not boot or read back as staged.
+//
+// This package holds what the driver shares with the step: its options
+// (Args, Parse) and its report (Line, ParseReport). The step itself is
+// internal/rehearse/step, kept apart so the manager, which builds the Job
+// and reads the report, does not link etcd's server.
 package rehearse

@@ -16,10 +16,12 @@ const Subcommand = "rehearse"
 // ScratchDir, which it removes at the start (a killed attempt's leftovers)
 // and at the end.
 const (
-	ScratchDir  = "rehearsal"
-	stagedFile  = "staged.db"
-	stageReport = "stage-report.json"
-	dataDir     = "etcd"
+	ScratchDir = "rehearsal"
+	stagedFile = "staged.db"
+	// StageReportFile receives the staging step's own report.
+	StageReportFile = "stage-report.json"
+	// DataDir is the throwaway etcd's data directory.
+	DataDir = "etcd"
 )
 
 // Options are the rehearsal's flags: staging's (the object, its recorded
@@ -75,5 +77,6 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	return o, err
 }
 
-func (o Options) scratch() string    { return filepath.Join(o.WorkDir, ScratchDir) }
-func (o Options) stagedPath() string { return filepath.Join(o.scratch(), stagedFile) }
+// Scratch is the directory the step works in (under the work directory).
+func (o Options) Scratch() string    { return filepath.Join(o.WorkDir, ScratchDir) }
+func (o Options) stagedPath() string { return filepath.Join(o.Scratch(), stagedFile) }

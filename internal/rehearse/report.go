@@ -78,13 +78,13 @@ type Report struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
-// failure is the report of a run that ended without a rehearsal.
-func failure(outcome Outcome, reason Reason, err error) Report {
+// Failure is the report of a run that ended without a rehearsal.
+func Failure(outcome Outcome, reason Reason, err error) Report {
 	return Report{Outcome: outcome, Reason: reason, Message: textlimit.Cut(err.Error(), MaxMessage)}
 }
 
-// fromStaging is the report of a staging step that did not stage.
-func fromStaging(sr staging.Report) Report {
+// FromStaging is the report of a staging step that did not stage.
+func FromStaging(sr staging.Report) Report {
 	outcome := OutcomeRetryable
 	if sr.Outcome == staging.OutcomeRefused {
 		outcome = OutcomeRefused

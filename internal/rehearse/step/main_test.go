@@ -1,4 +1,4 @@
-package rehearse
+package step
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
@@ -131,13 +132,13 @@ func TestRehearseAgainstS3(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{staging.EnvAccessKeyID: creds.AccessKeyID, staging.EnvSecretAccessKey: creds.SecretAccessKey}[k]
 	}
-	base := func(t *testing.T) Options {
+	base := func(t *testing.T) rehearse.Options {
 		dir := t.TempDir()
-		return Options{WorkDir: filepath.Join(dir, "work"), Staging: staging.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
+		return rehearse.Options{WorkDir: filepath.Join(dir, "work"), Staging: staging.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
 			PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap), BumpRevision: 10000,
 			AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true, TerminationLog: filepath.Join(dir, "termination-log")}}
 	}
-	run := func(t *testing.T, o Options) (int, Report) {
+	run := func(t *testing.T, o rehearse.Options) (int, rehearse.Report) {
 		t.Helper()
 		if err := os.MkdirAll(o.WorkDir, 0o700); err != nil {
 			t.Fatal(err)
@@ -148,7 +149,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := ParseReport(string(msg))
+		r, err := rehearse.ParseReport(string(msg))
 		if err != nil {
 			t.Fatalf("%v (stderr: %s)", err, stderr.String())
 		}
@@ -164,7 +165,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 
 	t.Run("rehearsed", func(t *testing.T) {
 		code, r := run(t, base(t))
-		if code != ExitRehearsed || r.Outcome != OutcomeRehearsed || r.Reason != ReasonRehearsed {
+		if code != rehearse.ExitRehearsed || r.Outcome != rehearse.OutcomeRehearsed || r.Reason != rehearse.ReasonRehearsed {
 			t.Fatalf("exit %d, report %+v", code, r)
 		}
 		if r.Revision != rev+10000 || r.CompactedRevision != rev+10000 {
@@ -188,20 +189,20 @@ func TestRehearseAgainstS3(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		mutate func(*Options)
+		mutate func(*rehearse.Options)
 		exit   int
-		reason Reason
+		reason rehearse.Reason
 	}{
-		{"changed since the backup", func(o *Options) { o.Staging.Key = "t/etcd/bad.db" }, ExitRefused, Reason(staging.ReasonArtifactChanged)},
-		{"corrupt", func(o *Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, ExitRefused, Reason(staging.ReasonArtifactCorrupt)},
-		{"missing", func(o *Options) { o.Staging.Key = "t/etcd/none.db" }, ExitRefused, Reason(staging.ReasonArtifactMissing)},
-		{"loopback not allowed", func(o *Options) { o.Staging.AllowedEndpointCIDRs = nil }, ExitRefused, Reason(staging.ReasonEndpointRefused)},
+		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactChanged)},
+		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactCorrupt)},
+		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactMissing)},
+		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonEndpointRefused)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base(t)
 			tc.mutate(&o)
 			code, r := run(t, o)
-			if code != tc.exit || r.Reason != tc.reason || r.Outcome != OutcomeRefused || !strings.HasPrefix(r.Message, "staging: ") {
+			if code != tc.exit || r.Reason != tc.reason || r.Outcome != rehearse.OutcomeRefused || !strings.HasPrefix(r.Message, "staging: ") {
 				t.Fatalf("exit %d, report %+v; want exit %d, %s", code, r, tc.exit, tc.reason)
 			}
 		})
