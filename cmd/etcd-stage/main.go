@@ -6,6 +6,10 @@
 // `etcd-stage inspect ...` is the inspection step of a backup: it checks the
 // stored snapshot the same way and reports what it holds. See
 // internal/snapshotinspect.
+//
+// `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
+// snapshot as a restore would, boots it in a throwaway etcd on loopback
+// and reads it back. See internal/rehearse/step.
 package main
 
 import (
@@ -15,6 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
@@ -29,10 +35,14 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
-	if len(os.Args) > 1 && os.Args[1] == snapshotinspect.Subcommand {
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == snapshotinspect.Subcommand:
 		// The inspection Job: read what a stored snapshot holds.
 		code = snapshotinspect.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
-	} else {
+	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
+		// A dry run's rehearsal: stage, boot and read back.
+		code = step.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+	default:
 		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
 	stop()

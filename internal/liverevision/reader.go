@@ -107,11 +107,27 @@ type Reader struct {
 // Revision returns the current revision of the etcd cluster in ns, as a
 // linearizable read reports it.
 func (r Reader) Revision(ctx context.Context, ns string) (int64, error) {
+	var rev int64
+	err := r.with(ctx, ns, r.Timeout, func(ctx context.Context, cli *clientv3.Client, addr string) error {
+		// A key nobody writes: the answer is empty and its header carries
+		// the cluster's revision.
+		resp, err := cli.Get(ctx, "\x00etcd-backup-driver/revision-probe")
+		if err != nil {
+			return fmt.Errorf("read the revision of etcd at %s: %w", addr, err)
+		}
+		rev = resp.Header.Revision
+		return nil
+	})
+	return rev, err
+}
+
+// with connects to the etcd in ns and runs read, all within timeout (zero:
+// DefaultTimeout). A failure says what the last dial met.
+func (r Reader) with(ctx context.Context, ns string, timeout time.Duration, read func(ctx context.Context, cli *clientv3.Client, addr string) error) error {
 	cfg, err := r.tlsConfig(ctx, ns)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -136,7 +152,7 @@ func (r Reader) Revision(ctx context.Context, ns string) (int64, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   []string{"https://" + net.JoinHostPort(ServiceHost(ns), strconv.Itoa(ServicePort))},
 		TLS:         cfg,
-		DialTimeout: timeout,
+		DialTimeout: min(timeout, DefaultTimeout),
 		Context:     ctx,
 		Logger:      zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
@@ -150,16 +166,13 @@ func (r Reader) Revision(ctx context.Context, ns string) (int64, error) {
 		})},
 	})
 	if err != nil {
-		return 0, failed(fmt.Errorf("connect to etcd at %s: %w", addr, err))
+		return failed(fmt.Errorf("connect to etcd at %s: %w", addr, err))
 	}
 	defer cli.Close()
-	// A key nobody writes: the answer is empty and its header carries the
-	// cluster's revision.
-	resp, err := cli.Get(ctx, "\x00etcd-backup-driver/revision-probe")
-	if err != nil {
-		return 0, failed(fmt.Errorf("read the revision of etcd at %s: %w", addr, err))
+	if err := read(ctx, cli, addr); err != nil {
+		return failed(err)
 	}
-	return resp.Header.Revision, nil
+	return nil
 }
 
 // dial connects to addr at an address the policy allows: resolved and

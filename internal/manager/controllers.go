@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
@@ -34,6 +35,7 @@ var controllers = []struct {
 }{
 	{"backupjob", setupBackupJobs},
 	{"restore", setupRestores},
+	{"rehearsal", setupRehearsals},
 	{"plan", setupPlans},
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
@@ -143,6 +145,28 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
+	r := &rehearsal.Reconciler{
+		Client:     o.client(mgr),
+		Reader:     o.cached(mgr),
+		LiveReader: mgr.GetAPIReader(),
+		Recorder:   d.events,
+		Keys:       d.keys,
+		Policy:     d.policy,
+		Image:      o.StagingImage,
+		Census: liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy,
+			ClusterDomain: o.ClusterDomain},
+		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
+		Deadline:             o.RestoreDeadline,
+	}
+	pem, err := o.s3CAPEM()
+	if err != nil {
+		return err
+	}
+	r.S3CAPEM = pem
+	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }
 
 func setupPlans(mgr ctrl.Manager, o Options, d deps) error {

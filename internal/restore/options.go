@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
 
 // Verification modes of spec.options.verify.
@@ -47,9 +49,13 @@ type jobOptions struct {
 	// storing in the etcd read-only for the restore and restarts their
 	// kube-apiservers after it.
 	FenceControlPlanes *bool `json:"fenceControlPlanes,omitempty"`
+	// DryRun asks for a rehearsal instead of a restore: the rehearsal
+	// controller (internal/rehearsal) takes such a job and this package
+	// never acts on it.
+	DryRun bool `json:"dryRun,omitempty"`
 }
 
-const optionsShape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool, bumpRevision: bool, fenceControlPlanes: bool}"
+const optionsShape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool, bumpRevision: bool, fenceControlPlanes: bool, dryRun: bool}"
 
 func parseOptions(raw *runtime.RawExtension) (jobOptions, error) {
 	var o jobOptions
@@ -95,3 +101,11 @@ func (o jobOptions) bumpRevision() bool { return o.BumpRevision == nil || *o.Bum
 
 // fence reports whether the tenant control planes are fenced.
 func (o jobOptions) fence() bool { return o.FenceControlPlanes == nil || *o.FenceControlPlanes }
+
+// IsDryRun reports whether rj's options ask for a rehearsal (dryRun:
+// true). Options that do not parse are no dry run: the restore refuses
+// them with MalformedOptions, as before.
+func IsDryRun(rj *backupsv1alpha1.RestoreJob) bool {
+	o, err := parseOptions(rj.Spec.Options)
+	return err == nil && o.DryRun
+}

@@ -139,6 +139,10 @@ type decision struct {
 // decide maps an observation to one decision. It is pure: no I/O.
 func decide(o *observation, defaultTimeout time.Duration) decision {
 	job := o.job
+	if o.optsErr == nil && o.opts.DryRun {
+		// A rehearsal: internal/rehearsal's, from start to end.
+		return decision{state: stateIgnore}
+	}
 	if job.Status.Phase.IsTerminal() {
 		return decideAfterEnd(o)
 	}
@@ -184,6 +188,10 @@ func startedAt(o *observation) time.Time {
 	}
 	return o.now
 }
+
+// IsEtcdStrategy reports whether b was taken by the Etcd strategy: the
+// RestoreJobs of such Backups are this driver's.
+func IsEtcdStrategy(b *backupsv1alpha1.Backup) bool { return isEtcdStrategy(b) }
 
 func isEtcdStrategy(b *backupsv1alpha1.Backup) bool {
 	ref := b.Spec.StrategyRef

@@ -650,3 +650,35 @@ func TestMatchRendered(t *testing.T) {
 		t.Error("another endpoint was admitted")
 	}
 }
+
+// A dry run (spec.options.dryRun) is the rehearsal controller's: the
+// restore ignores it before taking it (no finalizer), in the middle of
+// what would be a restore, and after it ended, so it never claims,
+// fences, suspends or purges anything for it.
+func TestDecideIgnoresDryRuns(t *testing.T) {
+	dry := &runtime.RawExtension{Raw: []byte(`{"dryRun":true}`)}
+	fresh := world()
+	fresh.job.Finalizers, fresh.job.Status = nil, backupsv1alpha1.RestoreJobStatus{}
+	fresh.holder, fresh.capture = nil, nil
+	if d := decide(fresh, time.Hour); d.state != stateAddFinalizer {
+		t.Fatalf("a real restore's first step is %s, want AddFinalizer", d.state)
+	}
+	ended := world()
+	ended.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+	for name, o := range map[string]*observation{"fresh": fresh, "mid-restore": world(), "ended": ended} {
+		o.job.Spec.Options = dry
+		o.opts, o.optsErr = parseOptions(dry)
+		if o.optsErr != nil {
+			t.Fatal(o.optsErr)
+		}
+		if d := decide(o, time.Hour); d.state != stateIgnore {
+			t.Errorf("%s: a dry run's step is %s, want Ignore", name, d.state)
+		}
+		if !IsDryRun(o.job) {
+			t.Errorf("%s: IsDryRun is false", name)
+		}
+	}
+	if IsDryRun(&backupsv1alpha1.RestoreJob{Spec: backupsv1alpha1.RestoreJobSpec{Options: &runtime.RawExtension{Raw: []byte(`{"dryRun":true,"bogus":1}`)}}}) {
+		t.Error("malformed options are taken for a dry run")
+	}
+}

@@ -26,6 +26,12 @@ const (
 	// it to its Backup: it is then history, which the driver does not
 	// cache (its caches select EtcdSnapshots without this label).
 	SnapshotHistoryLabel = "etcd-backup-driver.cozystack.io/history"
+	// RehearsalLabel marks a dry-run RestoreJob's rehearsal Job and its
+	// Pods (in the tenant's namespace); its value is the RestoreJob's UID.
+	// The tenant can copy it onto a Job of its own, so the driver finds
+	// its Job by this label, its owner reference and its Pod template
+	// together, never by the label alone.
+	RehearsalLabel = "backups.cozystack.io/rehearsal"
 
 	// CleanupFinalizer is the finalizer the Cozystack core shares between
 	// drivers on Backups and RestoreJobs; its own Backup controller adds and

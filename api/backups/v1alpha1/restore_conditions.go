@@ -251,3 +251,15 @@ const (
 	// and a new Pod is Ready.
 	RestartedPodsAnnotation = "etcd-backup-driver.cozystack.io/restarted-pods"
 )
+
+// Reasons a dry-run RestoreJob ends with (Ready condition).
+const (
+	// ReasonRehearsed: the staged snapshot booted and read back; the
+	// report says what a restore would change.
+	ReasonRehearsed RestoreReason = "Rehearsed"
+	// ReasonRehearsalFailed: the rehearsal Job refused the Backup's bytes,
+	// could not boot them, or gave up; the message carries its reason.
+	ReasonRehearsalFailed RestoreReason = "RehearsalFailed"
+	// ReasonRehearsing: the rehearsal Job runs (not terminal).
+	ReasonRehearsing RestoreReason = "Rehearsing"
+)

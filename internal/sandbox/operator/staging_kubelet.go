@@ -138,12 +138,13 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // runsLabel reports whether labels mark a Pod (or Job) this kubelet runs:
-// a restore's staging or a Backup's inspection, both of which run the
-// driver's /etcd-stage.
+// a restore's staging, a Backup's inspection or a dry run's rehearsal,
+// all of which run the driver's /etcd-stage.
 func runsLabel(labels map[string]string) bool {
 	_, staging := labels[backupsv1alpha1.StagingLabel]
 	_, inspection := labels[backupsv1alpha1.InspectionLabel]
-	return staging || inspection
+	_, rehearsal := labels[backupsv1alpha1.RehearsalLabel]
+	return staging || inspection || rehearsal
 }
 
 // isStaging reports whether the Pod or its controlling Job carries the

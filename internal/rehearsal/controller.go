@@ -1,0 +1,141 @@
+// Package rehearsal runs dry-run RestoreJobs (spec.options.dryRun: true)
+// of the Etcd strategy: it checks the request as a real restore's
+// preflight does, counts what the live cluster holds, and runs the
+// rehearsal Job (internal/rehearsaljob), which stages the Backup exactly
+// as a restore would, boots it in a throwaway etcd inside the Pod and
+// reads it back. It then reports on the RestoreJob what a real restore
+// would change (status.rehearsal) and records the outcome on the Backup
+// (status.lastRehearsal).
+//
+// A rehearsal changes nothing live: no claim, no safety snapshot, no
+// fence, no HelmRelease suspension, no EtcdCluster write. Its only writes
+// are the RestoreJob's status, the rehearsal Job, the Backup's
+// status.lastRehearsal and Events. internal/restore ignores dry runs.
+package rehearsal
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+)
+
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs/status,verbs=get;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CensusReader counts what a tenant's live etcd holds
+// (liverevision.Reader.Census).
+type CensusReader interface {
+	Census(ctx context.Context, namespace string) (liverevision.Census, error)
+}
+
+// Reconciler drives dry-run RestoreJobs of the Etcd strategy.
+type Reconciler struct {
+	// Client writes: the RestoreJob's status, the Job, the Backup's
+	// status.lastRehearsal.
+	Client ctrl.Client
+	// Reader is the manager's cache (RestoreJobs, Backups, strategies,
+	// EtcdClusters).
+	Reader ctrl.Reader
+	// LiveReader reads from the API server: Secrets, Jobs and Pods, and
+	// the Backup before its record is written.
+	LiveReader ctrl.Reader
+	// Recorder emits Events on RestoreJobs.
+	Recorder events.EventRecorder
+	// Keys verify Backups.
+	Keys provenance.Keys
+	// Policy decides which S3 endpoints may be used.
+	Policy endpointpolicy.Policy
+	// Image is the driver's image (the rehearsal Job runs its
+	// /etcd-stage); empty refuses rehearsals.
+	Image string
+	// Census counts the live cluster; nil means it cannot be read (the
+	// rehearsal then raises the revision by etcd's blind bump and reports
+	// no counts now).
+	Census CensusReader
+	// AllowedEndpointCIDRs and S3CAPEM are passed to the Job.
+	AllowedEndpointCIDRs []string
+	S3CAPEM              string
+	// Deadline bounds the Job; zero means DefaultDeadline.
+	Deadline time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	// censuses are the live counts read when each rehearsal started, by
+	// RestoreJob UID; a restarted driver counts again at the end.
+	mu       sync.Mutex
+	censuses map[string]liverevision.Census
+	// made are the Jobs this process created, by RestoreJob UID, until
+	// the cache shows them.
+	made map[string]*batchv1.Job
+}
+
+// DefaultDeadline bounds a rehearsal Job.
+const DefaultDeadline = time.Hour
+
+// BackupWait is how long a dry run waits for its Backup to appear.
+const BackupWait = 5 * time.Minute
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) deadline() time.Duration {
+	if r.Deadline > 0 {
+		return r.Deadline
+	}
+	return DefaultDeadline
+}
+
+func (r *Reconciler) census(uid string) (liverevision.Census, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.censuses[uid]
+	return c, ok
+}
+
+func (r *Reconciler) keepCensus(uid string, c liverevision.Census) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.censuses == nil {
+		r.censuses = map[string]liverevision.Census{}
+	}
+	r.censuses[uid] = c
+}
+
+func (r *Reconciler) forget(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.censuses, uid)
+	delete(r.made, uid)
+}
+
+func (r *Reconciler) madeJob(uid string) *batchv1.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[uid]
+}
+
+func (r *Reconciler) keepJob(uid string, j *batchv1.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.made == nil {
+		r.made = map[string]*batchv1.Job{}
+	}
+	r.made[uid] = j
+}

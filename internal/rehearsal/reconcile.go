@@ -1,0 +1,332 @@
+package rehearsal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+)
+
+// Reconcile takes a dry-run RestoreJob one step: preflight, count the
+// live cluster and record that the rehearsal started, create its Job,
+// and, once the Job ended, report and record the outcome.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx)
+	rj := &backupsv1alpha1.RestoreJob{}
+	if err := r.Reader.Get(ctx, req.NamespacedName, rj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	uid := string(rj.UID)
+	if !restore.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
+		r.forget(uid)
+		return ctrl.Result{}, nil
+	}
+	b := &backupsv1alpha1.Backup{}
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}, b); apierrors.IsNotFound(err) {
+		// Another driver's dry run looks the same until its Backup shows
+		// whose it is: wait, then fail as a restore does.
+		if left := rj.CreationTimestamp.Add(BackupWait).Sub(r.now()); left > 0 {
+			return ctrl.Result{RequeueAfter: left}, nil
+		}
+		return ctrl.Result{}, r.fail(ctx, rj, nil, refuse(backupsv1alpha1.ReasonBackupNotFound,
+			"Backup %s/%s did not appear within %s; create the RestoreJob again naming an existing Backup", rj.Namespace, rj.Spec.BackupRef.Name, BackupWait))
+	} else if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !restore.IsEtcdStrategy(b) {
+		return ctrl.Result{}, nil
+	}
+	spec, ref, err := r.preflight(ctx, rj, b)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ref != nil {
+		return ctrl.Result{}, r.fail(ctx, rj, b, ref)
+	}
+
+	if rj.Status.Rehearsal == nil {
+		// Count the live cluster first: its revision is the Job's floor,
+		// recorded in the status (which the tenant cannot write) before
+		// the Job exists, so a restarted driver builds the same Job.
+		c, unread := r.readLive(ctx, rj.Namespace)
+		r.keepCensus(uid, c)
+		return ctrl.Result{}, r.start(ctx, rj, c, unread)
+	}
+	spec.LiveRevision = rj.Status.Rehearsal.RevisionBefore
+	want := rehearsaljob.Build(spec, ownerRef(rj))
+	job, err := r.findJob(ctx, rj, want)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if job == nil {
+		if r.madeJob(uid) != nil {
+			// Created by this process a moment ago; the live list missed
+			// it only if the API server is behind. Look again.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		spec.JobName = rehearsaljob.NewName()
+		want = rehearsaljob.Build(spec, ownerRef(rj))
+		if err := r.Client.Create(ctx, want); err != nil {
+			return ctrl.Result{}, fmt.Errorf("create rehearsal Job %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		r.keepJob(uid, want)
+		log.Info("rehearsal Job created", "job", want.Name)
+		return ctrl.Result{}, nil
+	}
+	out, jobMsg := stagingjob.OutcomeOf(job)
+	if out == stagingjob.Running {
+		// The Job's own events wake the RestoreJob.
+		return ctrl.Result{}, nil
+	}
+	rep, reportErr := r.podReport(ctx, job, want)
+	if out == stagingjob.Staged && reportErr == nil && rep.Outcome == rehearse.OutcomeRehearsed {
+		return ctrl.Result{}, r.succeed(ctx, rj, b, rep)
+	}
+	msg := "the rehearsal Job " + job.Name + " failed"
+	switch {
+	case reportErr == nil && rep.Outcome != rehearse.OutcomeRehearsed:
+		msg += ": " + string(rep.Reason) + ": " + rep.Message
+	case reportErr != nil && jobMsg != "":
+		msg += " (" + jobMsg + "); its Pod left no readable report: " + reportErr.Error()
+	case reportErr != nil:
+		msg += "; its Pod left no readable report: " + reportErr.Error()
+	default:
+		msg += " (" + jobMsg + ")"
+	}
+	return ctrl.Result{}, r.fail(ctx, rj, b, refuse(backupsv1alpha1.ReasonRehearsalFailed, "%s", msg))
+}
+
+// readLive counts the live cluster; unread is what a tenant may read of
+// why it could not be ("" when it was read).
+func (r *Reconciler) readLive(ctx context.Context, ns string) (liverevision.Census, string) {
+	if r.Census == nil {
+		return liverevision.Census{}, "the driver has no access to tenant etcd clusters"
+	}
+	c, err := r.Census.Census(ctx, ns)
+	if err != nil {
+		logr.FromContextOrDiscard(ctx).Info("the live cluster could not be counted; rehearsing with etcd's blind revision bump", "error", err.Error())
+		return liverevision.Census{}, liverevision.TenantMessage(err)
+	}
+	return c, ""
+}
+
+// ownerRef makes the Job the RestoreJob's: deleting the RestoreJob
+// deletes it.
+func ownerRef(rj *backupsv1alpha1.RestoreJob) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: rj.Name, UID: rj.UID}
+}
+
+// findJob is the RestoreJob's rehearsal Job, read live: a Job with its
+// label, its controller reference and exactly the Pod template want has.
+// A look-alike is never read (it is logged once per reconcile).
+func (r *Reconciler) findJob(ctx context.Context, rj *backupsv1alpha1.RestoreJob, want *batchv1.Job) (*batchv1.Job, error) {
+	var jobs batchv1.JobList
+	if err := r.LiveReader.List(ctx, &jobs, client.InNamespace(rj.Namespace),
+		client.MatchingLabels{backupsv1alpha1.RehearsalLabel: string(rj.UID)}); err != nil {
+		return nil, fmt.Errorf("list rehearsal Jobs in %s: %w", rj.Namespace, err)
+	}
+	var found *batchv1.Job
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if !rehearsaljob.Owned(j, string(rj.UID), want) {
+			logr.FromContextOrDiscard(ctx).Info("ignoring a Job labelled as this RestoreJob's rehearsal that the driver did not build", "job", j.Name)
+			continue
+		}
+		if found == nil || j.CreationTimestamp.Before(&found.CreationTimestamp) {
+			found = j
+		}
+	}
+	return found, nil
+}
+
+// podReport reads the rehearsal report from the termination message of
+// the Job's Pod: a Pod the Job controls, running the container as built.
+func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (rehearseReport, error) {
+	var pods corev1.PodList
+	if err := r.LiveReader.List(ctx, &pods, client.InNamespace(job.Namespace),
+		client.MatchingLabels{backupsv1alpha1.RehearsalLabel: job.Labels[backupsv1alpha1.RehearsalLabel]}); err != nil {
+		return rehearseReport{}, fmt.Errorf("list the Pods of Job %s: %w", job.Name, err)
+	}
+	wc := want.Spec.Template.Spec.Containers[0]
+	var last error = errors.New("no Pod of the Job ended")
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		owner := metav1.GetControllerOf(p)
+		if owner == nil || owner.UID != job.UID || len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != wc.Image ||
+			!equalStrings(p.Spec.Containers[0].Command, wc.Command) || !equalStrings(p.Spec.Containers[0].Args, wc.Args) {
+			continue
+		}
+		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
+			newest = p
+		}
+	}
+	if newest == nil {
+		return rehearseReport{}, last
+	}
+	for _, st := range newest.Status.ContainerStatuses {
+		if st.Name != rehearsaljob.ContainerName || st.State.Terminated == nil {
+			continue
+		}
+		return parseReport(st.State.Terminated.Message)
+	}
+	return rehearseReport{}, fmt.Errorf("Pod %s has not ended", newest.Name)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// start records that the rehearsal runs: Running, and the live counts
+// now (the revision the Job's floor is built from).
+func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, c liverevision.Census, unread string) error {
+	base := rj.DeepCopy()
+	now := metav1.NewTime(r.now())
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
+	rj.Status.StartedAt = &now
+	rj.Status.Rehearsal = &backupsv1alpha1.RehearsalReport{RevisionBefore: c.Revision}
+	if c.Counter != nil {
+		rj.Status.Rehearsal.KeysBefore = c.Counter.Keys()
+	}
+	msg := "rehearsing Backup " + rj.Spec.BackupRef.Name + " in a Job of its own; nothing live is changed"
+	if unread != "" {
+		msg += "; the live cluster could not be read (" + unread + "), so the revision is raised by etcd's blind bump"
+	}
+	rj.Status.Message = msg
+	meta.SetStatusCondition(&rj.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: string(backupsv1alpha1.ReasonRehearsing), Message: textlimit.Message(msg), ObservedGeneration: rj.Generation})
+	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record the rehearsal's start on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
+	}
+	r.event(rj, backupsv1alpha1.ReasonRehearsing, msg, false)
+	return nil
+}
+
+// succeed reports a rehearsal that booted and read back.
+func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep rehearseReport) error {
+	c, ok := r.census(string(rj.UID))
+	unread := ""
+	if !ok {
+		// A restarted driver counts the live cluster again: it may have
+		// moved since the start, which the message says.
+		c, unread = r.readLive(ctx, rj.Namespace)
+	}
+	before := rj.Status.Rehearsal.RevisionBefore
+	now := side{}
+	if c.Counter != nil && before > 0 {
+		ks, _ := c.Counter.Keyspaces()
+		now = side{known: true, keys: c.Counter.Keys(), keyspaces: ks}
+	} else if unread == "" && before == 0 {
+		unread = "it was not readable when the rehearsal started"
+	}
+	report := newReport(now, before, rep)
+	msg := summary(report, unread)
+	if !ok && unread == "" {
+		msg += " (counts now were read again after a driver restart)"
+	}
+	return r.finish(ctx, rj, b, true, backupsv1alpha1.ReasonRehearsed, msg, &report)
+}
+
+// fail ends a dry run: the refusal's reason and message, a Warning Event,
+// and the Backup's record when it is the driver's.
+func (r *Reconciler) fail(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, ref *refusal) error {
+	return r.finish(ctx, rj, b, false, ref.reason, ref.message, rj.Status.Rehearsal)
+}
+
+// finish records the outcome on the Backup (status.lastRehearsal) and
+// then ends the RestoreJob; a crash between the two records it again.
+func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, ok bool,
+	reason backupsv1alpha1.RestoreReason, msg string, report *backupsv1alpha1.RehearsalReport) error {
+	msg = textlimit.Cut(msg, 1024)
+	now := metav1.NewTime(r.now())
+	if b != nil && restore.IsEtcdStrategy(b) {
+		rec := &backupsv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}
+		if err := r.recordOnBackup(ctx, b, rec); err != nil {
+			return err
+		}
+	}
+	base := rj.DeepCopy()
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseFailed
+	if ok {
+		rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+	}
+	if rj.Status.StartedAt == nil {
+		rj.Status.StartedAt = &now
+	}
+	rj.Status.CompletedAt = &now
+	rj.Status.Message = msg
+	rj.Status.Rehearsal = report
+	meta.SetStatusCondition(&rj.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.ConditionReady, Status: condition(ok),
+		Reason: string(reason), Message: textlimit.Message(msg), ObservedGeneration: rj.Generation})
+	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record the rehearsal's end on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
+	}
+	r.forget(string(rj.UID))
+	r.event(rj, reason, msg, !ok)
+	return nil
+}
+
+func condition(ok bool) metav1.ConditionStatus {
+	if ok {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// recordOnBackup writes status.lastRehearsal of the Backup (which has no
+// status subresource), read live and patched with an optimistic lock:
+// nothing else of it (its spec, its signature) changes.
+func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Backup, rec *backupsv1alpha1.RehearsalRecord) error {
+	live := &backupsv1alpha1.Backup{}
+	if err := r.LiveReader.Get(ctx, client.ObjectKeyFromObject(b), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("read Backup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	if live.UID != b.UID {
+		return nil
+	}
+	base := live.DeepCopy()
+	live.Status.LastRehearsal = rec
+	if err := r.Client.Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("record the rehearsal on Backup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+func (r *Reconciler) event(rj *backupsv1alpha1.RestoreJob, reason backupsv1alpha1.RestoreReason, msg string, warning bool) {
+	if r.Recorder == nil {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if warning {
+		kind = corev1.EventTypeWarning
+	}
+	r.Recorder.Eventf(rj, nil, kind, string(reason), "Rehearse", "%s", textlimit.Note(msg))
+}

@@ -1,0 +1,115 @@
+package step
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+)
+
+// Main is `etcd-stage rehearse`: args are the flags after the subcommand.
+// It writes the Report to the termination log and stdout and returns the
+// exit code; errors are described on stderr as well.
+func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	o, err := rehearse.Parse(args, stderr)
+	var r rehearse.Report
+	if err != nil {
+		r = rehearse.Failure(rehearse.OutcomeRefused, rehearse.Reason(staging.ReasonInvalidArguments), err)
+	} else {
+		r = run(ctx, o, env, stderr)
+	}
+	line := r.Line()
+	fmt.Fprint(stdout, line)
+	if r.Outcome != rehearse.OutcomeRehearsed {
+		fmt.Fprintf(stderr, "etcd-stage rehearse: %s: %s\n", r.Reason, r.Message)
+	}
+	logPath := o.Staging.TerminationLog
+	if logPath == "" {
+		logPath = staging.DefaultTerminationLog
+	}
+	if werr := os.WriteFile(logPath, []byte(line), 0o644); werr != nil {
+		fmt.Fprintf(stderr, "etcd-stage rehearse: write the termination log: %v\n", werr)
+	}
+	return r.ExitCode()
+}
+
+// run stages, restores, boots and reads back; the scratch directory is
+// gone when it returns.
+func run(ctx context.Context, o rehearse.Options, env func(string) string, stderr io.Writer) rehearse.Report {
+	dir := o.Scratch()
+	if err := os.RemoveAll(dir); err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("remove a leftover %s: %w", dir, err))
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("create %s: %w", dir, err))
+	}
+	defer os.RemoveAll(dir)
+
+	// Stage exactly as a real restore does: the same binary path, the same
+	// checks, the same revision raise. Its report goes to a file of ours.
+	so := o.Staging
+	so.TerminationLog = filepath.Join(dir, rehearse.StageReportFile)
+	staging.Main(ctx, so.Args(), env, io.Discard, stderr)
+	msg, err := os.ReadFile(so.TerminationLog)
+	if err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
+	}
+	sr, err := staging.ParseReport(string(msg))
+	if err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.ReasonStagingUnreported, err)
+	}
+	if sr.Outcome != staging.OutcomeStaged {
+		return rehearse.FromStaging(sr)
+	}
+
+	data := filepath.Join(dir, rehearse.DataDir)
+	m, err := restoreDataDir(so.Out, data)
+	if err != nil {
+		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonSnapshotUnbootable, err)
+	}
+	// The restore has copied the database: the staged file is now only
+	// needed for the offline count, which reads the database without its
+	// trailer.
+	if err := os.Truncate(so.Out, sr.Size-sha256.Size); err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("strip the staged trailer: %w", err))
+	}
+	manifest, err := snapshotinspect.InspectFile(so.Out)
+	if err != nil {
+		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.Reason(staging.ReasonArtifactCorrupt), fmt.Errorf("inspect the staged snapshot: %w", err))
+	}
+	if err := os.Remove(so.Out); err != nil {
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("remove the staged snapshot: %w", err))
+	}
+
+	rb, err := bootAndRead(ctx, m, sr.Result)
+	switch {
+	case errors.Is(err, errMismatch):
+		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonReadBackMismatch, err)
+	case errors.Is(err, errBoot):
+		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonSnapshotUnbootable, err)
+	case err != nil:
+		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonTransient), err)
+	}
+	if rb.keys != manifest.Keys {
+		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonReadBackMismatch,
+			fmt.Errorf("%w: the booted etcd holds %d keys, the staged file %d", errMismatch, rb.keys, manifest.Keys))
+	}
+	keyspaces, truncated := rb.counter.Keyspaces()
+	return rehearse.Report{
+		Outcome:           rehearse.OutcomeRehearsed,
+		Reason:            rehearse.ReasonRehearsed,
+		Message:           fmt.Sprintf("booted the staged snapshot (from revision %d) at revision %d, compacted up to %d; read back %d keys", sr.SnapshotRevision, rb.revision, rb.compacted, rb.keys),
+		Revision:          rb.revision,
+		CompactedRevision: rb.compacted,
+		Keys:              rb.keys,
+		Keyspaces:         keyspaces,
+		Truncated:         truncated,
+	}
+}
