@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 )
 
 // shopNamespaces are the tenant cluster's namespaces of the test, and how
@@ -82,6 +85,41 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	g.Expect(c.Message).To(ContainSubstring("namespaces gone from " + prefix + ": billing, shop"))
 	g.Expect(c.Message).To(ContainSubstring("configmaps in " + prefix))
 
+	// A rehearsal of the good Backup says what a restore would bring back
+	// and changes nothing: the cluster, its HelmRelease and its revision
+	// stay as they are (a real restore recreates the cluster and raises
+	// the revision by at least 10,000).
+	var cluster etcdv1alpha2.EtcdCluster
+	var hr helmv2.HelmRelease
+	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: "etcd"}, &cluster)).To(Succeed())
+	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: "etcd"}, &hr)).To(Succeed())
+	revBefore := tn.liveRevision()
+	rj := tn.awaitRestore(tn.restoreJob("rehearse-good", good.Name, map[string]any{"dryRun": true}), 3*time.Minute)
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
+	rep := rj.Status.Rehearsal
+	g.Expect(rep).NotTo(BeNil())
+	g.Expect(rep.NamespacesReturning).To(ConsistOf("billing", "shop"))
+	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
+	g.Expect(rep.RevisionBefore).To(BeNumerically(">=", revBefore))
+	g.Expect(rep.RevisionAfter).To(BeNumerically(">", rep.RevisionBefore))
+	g.Expect(rep.Resources).To(ContainElement(backupsv1alpha1.CountChange{Name: "configmaps",
+		Before: served["configmaps"] - 10, After: served["configmaps"]}))
+	t.Logf("rehearsal: %s", rj.Status.Message)
+	var clusterAfter etcdv1alpha2.EtcdCluster
+	var hrAfter helmv2.HelmRelease
+	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: "etcd"}, &clusterAfter)).To(Succeed())
+	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKey{Namespace: tn.ns, Name: "etcd"}, &hrAfter)).To(Succeed())
+	g.Expect(clusterAfter.UID).To(Equal(cluster.UID))
+	g.Expect(clusterAfter.ResourceVersion).To(Equal(cluster.ResourceVersion))
+	g.Expect(hrAfter.ResourceVersion).To(Equal(hr.ResourceVersion))
+	g.Expect(hrAfter.Spec.Suspend).To(BeFalse())
+	g.Expect(tn.liveRevision()).To(BeNumerically("<", revBefore+1000), "the live revision jumped: something restored")
+	_, err := cs.CoreV1().Namespaces().Get(tn.ctx, "shop", metav1.GetOptions{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run brought a namespace back")
+	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)).To(Succeed())
+	g.Expect(good.Status.LastRehearsal).NotTo(BeNil())
+	g.Expect(good.Status.LastRehearsal.Succeeded).To(BeTrue())
+
 	// keepLast 1 would delete "good" now; the hold keeps it.
 	g.Consistently(func() error {
 		return sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)
@@ -101,8 +139,9 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 
 // A snapshot object corrupted after its Backup was inspected fails a fresh
 // inspection (its Job deleted, its manifest removed: what a person does to
-// have a Backup read again) with a clear reason, and has no manifest.
-func TestACorruptedObjectFailsInspection(t *testing.T) {
+// have a Backup read again) with a clear reason, and has no manifest; a
+// rehearsal of it fails and says why, and the cluster is untouched.
+func TestACorruptedObjectFailsInspectionAndRehearsal(t *testing.T) {
 	tn := newTenant(t, true)
 	g := tn.g
 	tn.deploy(1)
@@ -115,6 +154,20 @@ func TestACorruptedObjectFailsInspection(t *testing.T) {
 	g.Expect(c.Reason).To(Equal(backupsv1alpha1.BackupReasonInspectionRefused), c.Message)
 	g.Expect(c.Message).To(ContainSubstring("sha256"))
 	g.Expect(b.Status.Manifest).To(BeNil())
+
+	// A rehearsal of it fails too, and says why.
+	rj := tn.awaitRestore(tn.restoreJob("rehearse-corrupt", b.Name, map[string]any{"dryRun": true}), 3*time.Minute)
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	g.Expect(rj.Status.Message).To(ContainSubstring("sha256"))
+	tn.awaitHealthy(1, 10*time.Second)
+}
+
+// liveRevision is the tenant etcd's current revision.
+func (tn *tenant) liveRevision() int64 {
+	tn.t.Helper()
+	resp, err := tn.etcd().Get(tn.ctx, "/", clientv3.WithCountOnly())
+	tn.g.Expect(err).NotTo(HaveOccurred())
+	return resp.Header.Revision
 }
 
 func (tn *tenant) takePlanBackup(name, plan string) *backupsv1alpha1.Backup {
