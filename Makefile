@@ -313,7 +313,7 @@ sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$
 	$(BIN)/sandbox run --s3 $(SANDBOX_S3) $(if $(SANDBOX_IMAGE),--image)
 
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
+demo: envtest-bins stage-bin sandbox-bin plugin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
 	BROKERED=$(filter-out 0,$(BROKERED)) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
 
 .PHONY: help

@@ -81,7 +81,22 @@ tcp_state() {
 tcp_state
 printf '    DataStore %s used by: %s\n' "$NS" "$(kubectl get datastore "$NS" -o jsonpath='{.status.usedBy}')"
 
-for s in 04-backupjob.sh 05-restore-in-place.sh; do bash "$EX/$s"; done
+bash "$EX/04-backupjob.sh"
+
+# What the Backup holds (its manifest, read by the driver's inspection
+# Job from the stored bytes), and a rehearsal of it: a dry-run restore that
+# boots the snapshot in a throwaway etcd and says what a real restore would
+# change, touching nothing live. The plugin is bin/kubectl-etcd_backup.
+export PATH="$ROOT/bin:$PATH"
+# shellcheck source=../examples/backups/etcd/00-helpers.sh
+source "$EX/00-helpers.sh" # timed
+printf '\n\033[1m==> what the Backup holds (kubectl etcd-backup show etcd-manual)\033[0m\n'
+timed inspect kubectl -n "$NS" wait backup/etcd-manual --timeout=3m --for=condition=Inspected >/dev/null
+kubectl etcd-backup show etcd-manual -n "$NS" | sed 's/^/    /'
+printf '\n\033[1m==> a rehearsal (kubectl etcd-backup restore etcd --from etcd-manual --dry-run)\033[0m\n'
+timed rehearsal kubectl etcd-backup restore etcd -n "$NS" --from etcd-manual --dry-run --name etcd-rehearsal | sed 's/^/    /'
+
+bash "$EX/05-restore-in-place.sh"
 
 t() { awk -v k="$1" '$1 == k { print $2 }' "$TIMINGS"; }
 printf '\n\033[1m==> what the restore did to the control plane\033[0m\n'
@@ -128,6 +143,10 @@ cat <<TXT
   backup                      $(t backup)s   BackupJob -> EtcdSnapshot -> S3 -> Backup
                               ${mb} MB at $uri
                               (${rate} MB/s end to end)
+  manifest                    $(t inspect)s   inspection Job: size, sha256, trailer, bbolt; counts
+                              per Kubernetes keyspace (kubectl etcd-backup show)
+  rehearsal                   $(t rehearsal)s   dry run: staged, booted in a throwaway etcd, read
+                              back, compared with the live cluster; nothing touched
   disaster                    sentinels overwritten with generation v2
   in-place restore            $(t restore)s   safety Backup, suspend, stage the snapshot on a
                               claim (checked, revision raised), purge,
