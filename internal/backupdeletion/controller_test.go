@@ -10,6 +10,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -408,4 +409,28 @@ func TestForgedBackupCannotDeleteAnotherOwnersSnapshot(t *testing.T) {
 	g.Expect(h.reconcile(forged)).To(Succeed())
 	g.Expect(gone(g, forged)).To(BeTrue())
 	g.Expect(gone(g, victim)).To(BeFalse(), "a forged Backup deleted a RestoreJob's safety snapshot")
+}
+
+// The Verified condition is written from the copy the reconciler read; the
+// inspection writes the Inspected condition on the same list meanwhile. A
+// write from a stale copy must not drop it (a merge patch replaces the
+// whole list): it is refused and retried from a fresh read.
+func TestAStaleCopyDoesNotDropAnotherControllersCondition(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-conditions", strategyv1alpha1.DeletionPolicyRetain)
+	stale := f.backup.DeepCopy()
+
+	fresh := f.backup.DeepCopy()
+	base := fresh.DeepCopy()
+	meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionInspected,
+		Status: metav1.ConditionTrue, Reason: backupsv1alpha1.BackupReasonInspected, Message: "revision 10"})
+	g.Expect(env.Client.Patch(ctx, fresh, client.MergeFrom(base))).To(Succeed())
+
+	h := newHarness()
+	g.Expect(h.r.setCondition(ctx, stale, backupsv1alpha1.BackupConditionVerified, false, backupsv1alpha1.BackupReasonUnverified, "test")).
+		To(MatchError(apierrors.IsConflict, "a conflict"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), fresh)).To(Succeed())
+	g.Expect(meta.FindStatusCondition(fresh.Status.Conditions, backupsv1alpha1.BackupConditionInspected)).NotTo(BeNil())
 }

@@ -46,7 +46,9 @@ func (r *Reconciler) setCondition(ctx context.Context, b *backupsv1alpha1.Backup
 	if !changed {
 		return nil
 	}
-	if err := r.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+	// With the optimistic lock: the patch replaces the whole condition
+	// list, and a stale copy would drop conditions the inspection wrote.
+	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("record %s condition on Backup %s/%s: %w", typ, b.Namespace, b.Name, err)
 	}
 	return nil
