@@ -61,6 +61,9 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Deadline bounds a Job; zero means DefaultDeadline.
 	Deadline time.Duration
+	// MaxJobs bounds the inspection Jobs running at once (an upgrade
+	// finds every existing Backup uninspected); below 1 means 1.
+	MaxJobs int
 	Clock    clock.PassiveClock
 }
 

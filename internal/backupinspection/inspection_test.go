@@ -172,3 +172,29 @@ func TestAnUnverifiedBackupIsNotInspected(t *testing.T) {
 	g.Expect(env.Client.List(h.ctx, &jobs, client.InNamespace(h.ns))).To(Succeed())
 	g.Expect(jobs.Items).To(BeEmpty())
 }
+
+// Inspections wait for a slot: an upgrade finds every existing Backup
+// uninspected, and they must not all download their snapshots at once.
+func TestInspectionsWaitForASlot(t *testing.T) {
+	h := newHarness(t)
+	g := h.g
+	// Other tests' Jobs count too: take as many slots as run now, plus one.
+	running, err := h.r.running(h.ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	h.r.MaxJobs = running + 1
+	b1, b2 := h.backup("first", 0), h.backup("second", 10)
+	h.reconcile(b1)
+	j1 := h.job(b1)
+	res, err := h.r.Reconcile(h.ctx, reconcileRequest(b2))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+	g.Expect(env.Client.Get(h.ctx, client.ObjectKeyFromObject(b2), b2)).To(Succeed())
+	g.Expect(condition(b2, backupsv1alpha1.BackupConditionInspected)).To(ContainSubstring("waiting for a slot"))
+	name, _ := h.r.jobName(h.ctx, b2)
+	g.Expect(apierrors.IsNotFound(env.Client.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: name}, &batchv1.Job{}))).To(BeTrue())
+
+	h.finish(j1, inspected(manifest(1, "default")), nil)
+	h.reconcile(b2)
+	g.Expect(condition(b2, backupsv1alpha1.BackupConditionInspected)).To(HavePrefix("False InspectionPending: inspecting the snapshot in Job "))
+	h.job(b2)
+}

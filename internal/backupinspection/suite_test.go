@@ -52,7 +52,7 @@ func newHarness(t *testing.T) *harness {
 	g.Expect(env.Client.Create(ctx, ns)).To(Succeed())
 	rec := events.NewFakeRecorder(100)
 	return &harness{g: g, ctx: ctx, ns: ns.Name, rec: rec, r: &Reconciler{
-		Client: env.Client, APIReader: env.Client, Recorder: rec, Keys: keys, Policy: loopback, Image: image,
+		Client: env.Client, APIReader: env.Client, Recorder: rec, Keys: keys, Policy: loopback, Image: image, MaxJobs: 100,
 	}}
 }
 
@@ -84,8 +84,12 @@ func (h *harness) backup(name string, min int) *backupsv1alpha1.Backup {
 	return b
 }
 
+func reconcileRequest(b *backupsv1alpha1.Backup) ctrl.Request {
+	return ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)}
+}
+
 func (h *harness) reconcile(b *backupsv1alpha1.Backup) {
-	_, err := h.r.Reconcile(h.ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+	_, err := h.r.Reconcile(h.ctx, reconcileRequest(b))
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(env.Client.Get(h.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 }

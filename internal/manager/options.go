@@ -60,6 +60,9 @@ type Options struct {
 	// EtcdCluster that run at once; BackupJobs beyond it wait. 0 means no
 	// bound.
 	MaxSnapshotsPerCluster int
+	// MaxInspectionJobs bounds the Backups' inspection Jobs that run at
+	// once across the cluster; the others wait for a slot.
+	MaxInspectionJobs int
 	// SafetyBackupsKeep is how many safety Backups are kept per
 	// application (besides those unfinished RestoreJobs name).
 	SafetyBackupsKeep int
@@ -167,6 +170,7 @@ func DefaultOptions() Options {
 		ShardSweepInterval:      shard.DefaultSweepInterval,
 		SafetyBackupsKeep:       safetyretention.DefaultKeep,
 		MaxSnapshotsPerCluster:  1,
+		MaxInspectionJobs:       8,
 		Namespace:               ns,
 		ProvenanceSecret:        "etcd-backup-driver-provenance",
 		StagingImage:            os.Getenv("STAGING_IMAGE"),
@@ -204,6 +208,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long a RestoreJob may run before it fails (spec.options.restoreTimeoutSeconds overrides it per job).")
 	fs.IntVar(&o.MaxSnapshotsPerCluster, "max-snapshots-per-cluster", o.MaxSnapshotsPerCluster,
 		"How many snapshots of one tenant's EtcdCluster may run at once (BackupJobs beyond it wait, Pending WaitingForSnapshotSlot); 0 means no bound.")
+	fs.IntVar(&o.MaxInspectionJobs, "max-inspection-jobs", o.MaxInspectionJobs,
+		"How many Backup inspection Jobs may run at once across the cluster (the others wait, InspectionPending); at least 1.")
 	fs.IntVar(&o.SafetyBackupsKeep, "safety-backups-keep", o.SafetyBackupsKeep,
 		"How many safety Backups (taken by restores) are kept per application, besides those an unfinished RestoreJob names; a negative value keeps all.")
 	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,
