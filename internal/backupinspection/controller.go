@@ -64,7 +64,7 @@ type Reconciler struct {
 	// MaxJobs bounds the inspection Jobs running at once (an upgrade
 	// finds every existing Backup uninspected); below 1 means 1.
 	MaxJobs int
-	Clock    clock.PassiveClock
+	Clock   clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
