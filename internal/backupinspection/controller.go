@@ -32,6 +32,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -61,6 +62,9 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Deadline bounds a Job; zero means DefaultDeadline.
 	Deadline time.Duration
+	// Schema says whether the installed Backup CRD keeps status.manifest
+	// (Cozystack's own prunes it); nil assumes the driver's CRDs.
+	Schema *servedschema.Schema
 	// MaxJobs bounds the inspection Jobs running at once (an upgrade
 	// finds every existing Backup uninspected); below 1 means 1.
 	MaxJobs int
@@ -99,6 +103,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, nil
 		}
 		log.FromContext(ctx).Info("the Backup's manifest does not verify (edited, or copied from another Backup); inspecting again")
+	}
+	if r.Schema != nil && !r.Schema.Serves(ctx, servedschema.BackupCRD, "status.manifest") {
+		return ctrl.Result{}, r.setInspected(ctx, &b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled,
+			"the installed Backup CRD does not serve status.manifest (Cozystack's own CRD prunes it): install the driver's CRDs to record manifests")
 	}
 	strategy, err := r.strategy(ctx, &b)
 	if err != nil {

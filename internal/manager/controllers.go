@@ -143,7 +143,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	r := &backupinspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
-		MaxJobs: o.MaxInspectionJobs,
+		MaxJobs: o.MaxInspectionJobs, Schema: d.schema,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

@@ -27,6 +27,7 @@ const (
 	PlanCRD       = "plans.backups.cozystack.io"
 	StrategyCRD   = "etcds.strategy.backups.cozystack.io"
 	RestoreJobCRD = "restorejobs.backups.cozystack.io"
+	BackupCRD     = "backups.backups.cozystack.io"
 )
 
 // Kamaji's CRDs: optional kinds. Without them there is no control plane to
@@ -46,12 +47,13 @@ var Optional = map[string][]string{
 		"status.lastScheduleTime", "status.nextScheduleTime", "status.lastSkippedTime", "status.lastSuccessfulBackup",
 	},
 	StrategyCRD: {"spec.deletionPolicy", "spec.allowHTTPEndpoint"},
+	BackupCRD:   {"status.manifest", "status.lastRehearsal"},
 }
 
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
