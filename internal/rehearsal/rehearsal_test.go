@@ -206,3 +206,30 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(2), "the driver ran a Job of its own")
 }
+
+// A rehearsal Job deleted before it ended (by the tenant, or by hand)
+// ends the dry run with a clear reason instead of waiting for it forever.
+func TestDeletedJobEndsTheDryRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	held.Store(ns, true)
+	deployApp(t, ns)
+	cli := liveEtcd(t, ns)
+	b, _ := backupOf(t, ns, "nightly", cli)
+	create(t, b)
+	create(t, dryRun(ns, "rehearse", "nightly"))
+	var jobs batchv1.JobList
+	g.Eventually(func() int {
+		_ = k.List(ctx, &jobs, client.InNamespace(ns))
+		return len(jobs.Items)
+	}).WithTimeout(time.Minute).Should(Equal(1))
+	g.Expect(k.Delete(ctx, &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Eventually(func() backupsv1alpha1.RestoreJobPhase {
+		_ = k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)
+		return rj.Status.Phase
+	}).WithTimeout(30 * time.Second).Should(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsalFailed)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("was deleted before it ended"))
+}
