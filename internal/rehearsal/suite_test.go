@@ -47,6 +47,9 @@ var (
 	lives sync.Map
 	// held are namespaces whose rehearsal Jobs runJobs does not run.
 	held sync.Map
+	// testReconciler is the controller under test (a test makes it
+	// forget what it holds in memory, as a restarted driver would).
+	testReconciler *Reconciler
 )
 
 var testKeys = provenance.StaticKeys{ActiveID: "t1", Keys: map[string][]byte{"t1": []byte(strings.Repeat("k", 32))}}
@@ -100,6 +103,7 @@ func TestMain(m *testing.M) {
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
 			panic(err)
 		}
+		testReconciler = r
 		go func() {
 			if err := mgr.Start(context.Background()); err != nil {
 				panic(err)
