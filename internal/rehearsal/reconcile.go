@@ -76,10 +76,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if job == nil {
-		if r.madeJob(uid) != nil {
-			// Created by this process a moment ago; the live list missed
-			// it only if the API server is behind. Look again.
-			return ctrl.Result{RequeueAfter: time.Second}, nil
+		if made := r.madeJob(uid); made != nil {
+			gone, err := r.jobGone(ctx, made)
+			if err != nil || !gone {
+				// Created a moment ago: the live list missed it only if
+				// the API server is behind. Look again.
+				return ctrl.Result{RequeueAfter: time.Second}, err
+			}
+			return ctrl.Result{}, r.fail(ctx, rj, b, refuse(backupsv1alpha1.ReasonRehearsalFailed,
+				"the rehearsal Job %s was deleted before it ended; create the dry run again", made.Name))
 		}
 		spec.JobName = rehearsaljob.NewName()
 		want = rehearsaljob.Build(spec, ownerRef(rj))
@@ -111,6 +116,20 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		msg += " (" + jobMsg + ")"
 	}
 	return ctrl.Result{}, r.fail(ctx, rj, b, refuse(backupsv1alpha1.ReasonRehearsalFailed, "%s", msg))
+}
+
+// jobGone reports whether the Job this process created is gone (deleted
+// by someone, or replaced by another of the same name).
+func (r *Reconciler) jobGone(ctx context.Context, made *batchv1.Job) (bool, error) {
+	var j batchv1.Job
+	err := r.LiveReader.Get(ctx, client.ObjectKeyFromObject(made), &j)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read rehearsal Job %s/%s: %w", made.Namespace, made.Name, err)
+	}
+	return made.UID != "" && j.UID != made.UID, nil
 }
 
 // readLive counts the live cluster; unread is what a tenant may read of

@@ -206,3 +206,65 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(2), "the driver ran a Job of its own")
 }
+
+// A rehearsal Job deleted before it ended (by the tenant, or by hand)
+// ends the dry run with a clear reason instead of waiting for it forever.
+func TestDeletedJobEndsTheDryRun(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	held.Store(ns, true)
+	deployApp(t, ns)
+	cli := liveEtcd(t, ns)
+	b, _ := backupOf(t, ns, "nightly", cli)
+	create(t, b)
+	create(t, dryRun(ns, "rehearse", "nightly"))
+	var jobs batchv1.JobList
+	g.Eventually(func() int {
+		_ = k.List(ctx, &jobs, client.InNamespace(ns))
+		return len(jobs.Items)
+	}).WithTimeout(time.Minute).Should(Equal(1))
+	g.Expect(k.Delete(ctx, &jobs.Items[0], client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Eventually(func() backupsv1alpha1.RestoreJobPhase {
+		_ = k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)
+		return rj.Status.Phase
+	}).WithTimeout(30 * time.Second).Should(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsalFailed)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("was deleted before it ended"))
+}
+
+// A driver restarted while the rehearsal Job runs has lost what it held in
+// memory (the Job it made, the live counts): it finds its Job again from
+// the RestoreJob's status alone (the label, the controller reference and
+// the template rebuilt with the recorded live revision), counts the live
+// cluster again and reports.
+func TestRestartedDriverFindsItsJobAgain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	held.Store(ns, true)
+	deployApp(t, ns)
+	cli := liveEtcd(t, ns)
+	b, _ := backupOf(t, ns, "nightly", cli)
+	create(t, b)
+	del(t, cli, "/registry/namespaces/c")
+	del(t, cli, "/registry/pods/c/")
+	create(t, dryRun(ns, "rehearse", "nightly"))
+	var jobs batchv1.JobList
+	g.Eventually(func() int {
+		_ = k.List(ctx, &jobs, client.InNamespace(ns))
+		return len(jobs.Items)
+	}).WithTimeout(time.Minute).Should(Equal(1))
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)).To(Succeed())
+	testReconciler.forget(string(rj.UID))
+	held.Delete(ns)
+
+	rj = waitEnd(t, ns, "rehearse")
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
+	g.Expect(rj.Status.Rehearsal.NamespacesReturning).To(Equal([]string{"c"}))
+	g.Expect(rj.Status.Message).To(ContainSubstring("read again after a driver restart"))
+	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(jobs.Items).To(HaveLen(1), "no second Job")
+}

@@ -40,7 +40,7 @@ const (
 )
 
 // stageCommand is the staging image's command; the kubelet stand-in runs
-// fakeStage for it: for the inspect subcommand, the real etcd-stage built
+// fakeStage for it: for the inspect and rehearse subcommands, the real etcd-stage built
 // next to it (TestMain builds it from ./cmd/etcd-stage); otherwise a
 // script that writes $AWS_ACCESS_KEY_ID to --out, a
 // JSON report to --termination-log, and exits with $STAGE_EXIT; or, with
@@ -49,6 +49,7 @@ const (
 	stageCommand = "/etcd-stage"
 	fakeStage    = `#!/bin/sh
 [ "$1" = inspect ] && exec "$(dirname "$0")/etcd-stage" "$@"
+[ "$1" = rehearse ] && exec "$(dirname "$0")/etcd-stage" "$@"
 out= report=
 while [ $# -gt 0 ]; do
 	case "$1" in
