@@ -133,7 +133,7 @@ vet: ## go vet the module, test/alerts and hack/release.
 	cd $(RELEASE_MODULE) && go vet ./...
 
 .PHONY: bench
-bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H), inspecting one backup of 50,000 objects, and the sandbox stand-in's three-member start, and print the figures.
+bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H), inspection's requests per backup (with and without it) and InspectFile on snapshots of 50,000 and 200,000 objects, and the sandbox stand-in's three-member start, and print the figures.
 	go test ./test/bench -run '^$$' -bench 'Backups|Restores' -benchtime 1x -timeout 60m
 	# The shards get an API server of their own: the tenants above would
 	# land, unlabelled, in shard 0.
@@ -143,7 +143,11 @@ bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing 
 	# 1,000 Plans written "0 3 * * *" against "H 3 * * *".
 	go test ./test/bench -run '^$$' -bench PlanSpread -benchtime 1x -timeout 60m
 	go test ./internal/sandbox/operator -run '^$$' -bench ThreeMemberStart -benchtime 5x
-	# What inspecting one backup costs: a snapshot of 50,000 objects.
+	# What inspecting Backups costs the driver: requests per backup with
+	# the inspection controller and without, on an API server of its own.
+	go test ./test/bench -run '^$$' -bench Inspection -benchtime 1x -timeout 60m
+	# What the inspection Job's reading costs: snapshots of 50,000 and
+	# 200,000 objects.
 	go test ./internal/snapshotinspect -run '^$$' -bench InspectFile -benchtime 5x
 
 # The restore's staging binary, which the sandbox's kubelet stand-in runs for

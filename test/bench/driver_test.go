@@ -33,17 +33,24 @@ type usage struct {
 	anon     int64         // its anonymous part (RssAnon: the Go heap and stacks, not the mapped binary)
 	requests float64       // API requests sent (rest_client_requests_total)
 	byMethod map[string]float64
-	heap     int64 // Go heap allocated (live, right after a collection)
+	// conflicts are the requests refused 409 (an optimistic lock lost,
+	// or a create of what exists), counted in requests too.
+	conflicts float64
+	heap      int64 // Go heap allocated (live, right after a collection)
 }
 
 // perOp is what happened between u0 and u, per operation out of n: the
-// requests by method, e.g. "GET 1.0 PATCH 3.0 POST 4.0".
+// requests by method, e.g. "GET 1.0 PATCH 3.0 POST 4.0" (GET includes
+// lists), and the conflicts (409) among them when there were any.
 func perOp(u0, u usage, n int) string {
 	var parts []string
 	for _, m := range []string{"GET", "LIST", "POST", "PUT", "PATCH", "DELETE"} {
 		if d := u.byMethod[m] - u0.byMethod[m]; d > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.1f", m, d/float64(n)))
 		}
+	}
+	if c := u.conflicts - u0.conflicts; c > 0 {
+		parts = append(parts, fmt.Sprintf("(409 %.2f)", c/float64(n)))
 	}
 	return strings.Join(parts, " ")
 }
@@ -106,7 +113,7 @@ func startDriver(b *testing.B, extra ...string) *driver {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, _, _, err := d.scrape(); err == nil {
+		if _, _, _, _, err := d.scrape(); err == nil {
 			return d
 		}
 		if time.Now().After(deadline) {
@@ -116,13 +123,23 @@ func startDriver(b *testing.B, extra ...string) *driver {
 	}
 }
 
+// stop ends the driver (SIGTERM) before b ends, so that another can take
+// its place on the same API server.
+func (d *driver) stop(b *testing.B) {
+	b.Helper()
+	if err := d.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	_ = d.cmd.Wait()
+}
+
 // usage reads the process's CPU time and memory from /proc and its request
 // count from its metrics.
 func (d *driver) usage(b *testing.B) usage {
 	b.Helper()
 	var u usage
 	var err error
-	if u.requests, u.byMethod, u.heap, err = d.scrape(); err != nil {
+	if u.requests, u.byMethod, u.conflicts, u.heap, err = d.scrape(); err != nil {
 		b.Fatal(err)
 	}
 	pid := d.cmd.Process.Pid
@@ -221,15 +238,16 @@ func procStat(pid int) (comm string, ppid int, cpu time.Duration, err error) {
 }
 
 // scrape sums rest_client_requests_total over every code, method and
-// host, and per method, and reads the Go heap's allocated bytes.
-func (d *driver) scrape() (requests float64, byMethod map[string]float64, heap int64, err error) {
+// host, per method and for code 409, and reads the Go heap's allocated
+// bytes.
+func (d *driver) scrape() (requests float64, byMethod map[string]float64, conflicts float64, heap int64, err error) {
 	resp, err := http.Get(d.metrics)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, 0, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, nil, 0, fmt.Errorf("metrics: %s", resp.Status)
+		return 0, nil, 0, 0, fmt.Errorf("metrics: %s", resp.Status)
 	}
 	byMethod = map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
@@ -242,19 +260,22 @@ func (d *driver) scrape() (requests float64, byMethod map[string]float64, heap i
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
 		if err != nil {
-			return 0, nil, 0, fmt.Errorf("metrics: %q: %w", line, err)
+			return 0, nil, 0, 0, fmt.Errorf("metrics: %q: %w", line, err)
 		}
 		if !isRequests {
 			heap = int64(v)
 			continue
 		}
 		requests += v
+		if strings.Contains(line, `code="409"`) {
+			conflicts += v
+		}
 		if _, rest, ok := strings.Cut(line, `method="`); ok {
 			m, _, _ := strings.Cut(rest, `"`)
 			byMethod[m] += v
 		}
 	}
-	return requests, byMethod, heap, sc.Err()
+	return requests, byMethod, conflicts, heap, sc.Err()
 }
 
 func freePort(b *testing.B) int {

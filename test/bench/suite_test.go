@@ -10,8 +10,9 @@
 // rounds of BackupJobs kept; 0 keeps all), BENCH_RESTORES (20),
 // BENCH_OPERATOR_DELAY (2s), BENCH_DRIVER_ARGS (extra manager flags) and
 // BENCH_DRIVER_ENV (its environment, e.g. GOMEMLIMIT=150MiB),
-// BENCH_SHARD_TENANTS (3000, for BenchmarkShards) and BENCH_MANAGER_BIN (a
-// manager binary other than bin/manager).
+// BENCH_SHARD_TENANTS (3000, for BenchmarkShards), BENCH_INSPECT_DELAY (2s,
+// how long BenchmarkInspection's stand-in kubelet takes per inspection Job)
+// and BENCH_MANAGER_BIN (a manager binary other than bin/manager).
 // Plain `go test` runs only the unit tests of the harness itself.
 package bench
 
