@@ -227,7 +227,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("disable-controllers",
-		"Comma-separated controllers not to run: backupjob, restore, rehearsal, plan, backupdeletion, metrics, safetyretention, sharedcreds (plan leaves Plans to another scheduler).",
+		"Comma-separated controllers not to run: backupjob, restore, rehearsal, plan, backupdeletion, metrics, safetyretention, sharedcreds, credbroker, backupinspection (plan leaves Plans to another scheduler).",
 		func(v string) error {
 			o.DisabledControllers = append(o.DisabledControllers, splitList(v)...)
 			return nil
