@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -69,14 +68,8 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 // fault, made a panic here). The file is read-only and closed afterwards,
 // so nothing is left half-done; a crash instead would be retried as if
 // this machine had failed.
-func readGuarded(db *bolt.DB, fn func(*bolt.Tx) error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%w: the database's pages are not bolt's: %v", s3object.ErrCorrupt, p)
-		}
-	}()
-	return db.View(fn)
+func readGuarded(db *bolt.DB, fn func(*bolt.Tx) error) error {
+	return staging.Guarded(func() error { return db.View(fn) })
 }
 
 // liveKeys walks bucket "key" in revision order (its byte order) and

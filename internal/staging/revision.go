@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -137,31 +138,37 @@ var openTimeout = 10 * time.Second
 // key). Errors are sorted by cause (databaseError): what is wrong with the
 // bytes is ErrCorrupt, what went wrong on this machine is local.
 func bumpRevision(path string, p Plan) (edit, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
+	var db *bolt.DB
+	err := guarded(func() (err error) {
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
+		return err
+	})
 	if err != nil {
 		return edit{}, databaseError("open the snapshot's database", err)
 	}
 	var e edit
-	err = db.Update(func(tx *bolt.Tx) error {
-		keys, meta, err := Buckets(tx)
-		if err != nil {
-			return err
-		}
-		marks, err := readMarks(keys, meta)
-		if err != nil {
-			return err
-		}
-		e.snapshotRevision = marks.SnapshotRevision()
-		if e.target, err = p.Target(e.snapshotRevision); err != nil {
-			return err
-		}
-		if err := keys.Put(revisionKey(e.target, 0), []byte{}); err != nil {
-			return databaseError("write the revision record", err)
-		}
-		if err := meta.Put(scheduledCompactID, revisionKey(e.target, 0)); err != nil {
-			return databaseError("write the compaction mark", err)
-		}
-		return nil
+	err = guarded(func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			keys, meta, err := Buckets(tx)
+			if err != nil {
+				return err
+			}
+			marks, err := readMarks(keys, meta)
+			if err != nil {
+				return err
+			}
+			e.snapshotRevision = marks.SnapshotRevision()
+			if e.target, err = p.Target(e.snapshotRevision); err != nil {
+				return err
+			}
+			if err := keys.Put(revisionKey(e.target, 0), []byte{}); err != nil {
+				return databaseError("write the revision record", err)
+			}
+			if err := meta.Put(scheduledCompactID, revisionKey(e.target, 0)); err != nil {
+				return databaseError("write the compaction mark", err)
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		// The edit's own refusals, or the commit's write or sync.
@@ -174,6 +181,24 @@ func bumpRevision(path string, p Plan) (edit, error) {
 		return edit{}, err
 	}
 	return e, nil
+}
+
+// Guarded is guarded, for other readers of a fetched snapshot.
+func Guarded(fn func() error) error { return guarded(fn) }
+
+// guarded runs fn (bolt's open or a transaction), turning a panic of
+// bolt's (a page that is not bolt's: bolt checks only its meta pages, and
+// the trailer only proves whoever wrote the bytes computed it) into
+// ErrCorrupt. bolt rolls a transaction back on a panic; the file is the
+// staging's own temporary copy, removed on any error.
+func guarded(fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: the database's pages are not bolt's: %v", s3object.ErrCorrupt, p)
+		}
+	}()
+	return fn()
 }
 
 // DatabaseError sorts an error of a bolt database by cause, as

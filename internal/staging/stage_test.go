@@ -254,3 +254,31 @@ func latestRevision(path string) (latest, scheduled int64, err error) {
 	})
 	return latest, scheduled, err
 }
+
+// Garbage on any page past bolt's two meta pages, under an intact trailer
+// (whoever wrote it computed the trailer), is refused as corrupt: bolt
+// checks only its meta pages and panics on the others, which would be
+// retried as a crash of this machine.
+func TestStageRefusesGarbagePages(t *testing.T) {
+	db := boltSnapshot(t, 3000)
+	db = db[:len(db)-32]
+	const pageSize = 4096
+	refused := 0
+	for page := 2; page < len(db)/pageSize; page++ {
+		b := append([]byte(nil), db...)
+		copy(b[page*pageSize:], bytes.Repeat([]byte{0xA5}, 64))
+		snap := withTrailer(b)
+		out := filepath.Join(t.TempDir(), "snapshot.db")
+		_, err := Stage(bytes.NewReader(snap), int64(len(snap)), hexSum(snap), out, FloorPlan(100))
+		if err == nil {
+			continue // a page the edit never reads
+		}
+		if reason, retryable := Classify(err); retryable || reason != ReasonArtifactCorrupt {
+			t.Errorf("garbage on page %d: %v (%s, retryable %v), want ArtifactCorrupt", page, err, reason, retryable)
+		}
+		refused++
+	}
+	if refused == 0 {
+		t.Fatal("no garbage page was refused")
+	}
+}
