@@ -24,7 +24,7 @@ func goodBackup(b *backupsv1alpha1.Backup) bool {
 	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.DeletionTimestamp != nil {
 		return false
 	}
-	if meta.IsStatusConditionFalse(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected) {
+	if b.InspectionFailed() {
 		return false
 	}
 	c := verifiedOf(b)

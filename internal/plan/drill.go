@@ -270,7 +270,7 @@ func newestGood(backups []backupsv1alpha1.Backup) *backupsv1alpha1.Backup {
 		b := &backups[i]
 		if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.DeletionTimestamp != nil ||
 			!meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionVerified) ||
-			meta.IsStatusConditionFalse(b.Status.Conditions, backupsv1alpha1.BackupConditionInspected) ||
+			b.InspectionFailed() ||
 			meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionContentDrop) {
 			continue
 		}

@@ -101,7 +101,9 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	verified := cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue)
 	judgedBackup(g, ns, "good", "nightly", created.Add(-4*time.Hour), verified, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionTrue))
 	judgedBackup(g, ns, "older", "nightly", created.Add(-5*time.Hour), verified)
-	judgedBackup(g, ns, "uninspectable", "nightly", created.Add(-3*time.Hour), verified, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse))
+	failedInspection := cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse)
+	failedInspection.Reason = backupsv1alpha1.BackupReasonInspectionRefused
+	judgedBackup(g, ns, "uninspectable", "nightly", created.Add(-3*time.Hour), verified, failedInspection)
 	judgedBackup(g, ns, "dropped", "nightly", created.Add(-2*time.Hour), verified, cond(backupsv1alpha1.BackupConditionContentDrop, metav1.ConditionTrue))
 	judgedBackup(g, ns, "unjudged", "nightly", created.Add(-90*time.Minute))
 	judgedBackup(g, ns, "refused", "nightly", created.Add(-80*time.Minute), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionFalse))
