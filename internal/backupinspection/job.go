@@ -138,29 +138,11 @@ func (r *Reconciler) running(ctx context.Context) (int, error) {
 // (image, command, arguments, environment, volumes). A look-alike a
 // tenant made under the name is never read.
 func built(job, want *batchv1.Job, b *backupsv1alpha1.Backup) bool {
-	if backupOwner(job) != b.Name || !ownedBy(job, b.UID) || job.Labels[backupsv1alpha1.InspectionLabel] != string(b.UID) {
+	if !ownedBy(job, b.UID) || job.Labels[backupsv1alpha1.InspectionLabel] != string(b.UID) {
 		return false
 	}
 	got, exp := job.Spec.Template.Spec, want.Spec.Template.Spec
-	if len(got.Containers) != len(exp.Containers) || len(got.InitContainers) != 0 {
-		return false
-	}
-	for i := range exp.Containers {
-		g, e := got.Containers[i], exp.Containers[i]
-		if g.Image != e.Image || !equality.Semantic.DeepEqual(g.Command, e.Command) || !equality.Semantic.DeepEqual(g.Args, e.Args) ||
-			!equality.Semantic.DeepEqual(g.Env, e.Env) || !equality.Semantic.DeepEqual(g.VolumeMounts, e.VolumeMounts) {
-			return false
-		}
-	}
-	return equality.Semantic.DeepEqual(volumeSources(got.Volumes), volumeSources(exp.Volumes))
-}
-
-func volumeSources(vs []corev1.Volume) []corev1.Volume {
-	out := make([]corev1.Volume, len(vs))
-	for i, v := range vs {
-		out[i] = *v.DeepCopy()
-	}
-	return out
+	return runsContainers(got, exp, true) && equality.Semantic.DeepEqual(got.Volumes, exp.Volumes)
 }
 
 // report reads the report of job's succeeded Pod.
@@ -192,13 +174,22 @@ func (r *Reconciler) report(ctx context.Context, job *batchv1.Job, wantSucceeded
 // runsTemplate: the Pod runs the Job's containers as built (a Pod a tenant
 // made with the Job as its owner runs something else).
 func runsTemplate(p *corev1.Pod, job *batchv1.Job) bool {
-	want := job.Spec.Template.Spec.Containers
-	if len(p.Spec.Containers) != len(want) || len(p.Spec.InitContainers) != 0 {
+	return runsContainers(p.Spec, job.Spec.Template.Spec, false)
+}
+
+// runsContainers: spec runs want's containers (image, command and
+// arguments; with full, their environment and mounts too) and no init
+// containers.
+func runsContainers(spec, want corev1.PodSpec, full bool) bool {
+	if len(spec.Containers) != len(want.Containers) || len(spec.InitContainers) != 0 {
 		return false
 	}
-	for i := range want {
-		g := p.Spec.Containers[i]
-		if g.Image != want[i].Image || !equality.Semantic.DeepEqual(g.Command, want[i].Command) || !equality.Semantic.DeepEqual(g.Args, want[i].Args) {
+	for i, e := range want.Containers {
+		g := spec.Containers[i]
+		if g.Image != e.Image || !equality.Semantic.DeepEqual(g.Command, e.Command) || !equality.Semantic.DeepEqual(g.Args, e.Args) {
+			return false
+		}
+		if full && (!equality.Semantic.DeepEqual(g.Env, e.Env) || !equality.Semantic.DeepEqual(g.VolumeMounts, e.VolumeMounts)) {
 			return false
 		}
 	}
