@@ -66,7 +66,7 @@ type Object = stagingjob.Object
 // Spec is what an inspection Job is built from.
 type Spec struct {
 	Namespace string
-	// JobName is the Job's name (NewName); empty means Name(BackupUID).
+	// JobName is the Job's name; empty means Name(BackupUID).
 	JobName    string
 	BackupName string
 	BackupUID  types.UID
@@ -82,13 +82,10 @@ type Spec struct {
 }
 
 // Name is a Job name derived from the Backup's UID. A tenant knows that
-// UID and could create a Job of that name first; a caller that cannot
-// check what it finds there uses NewName.
+// UID and could create a Job of that name first: the driver names its
+// Jobs with a MAC of the UID under its own key (backupinspection) and
+// checks what it finds there.
 func Name(uid types.UID) string { return "etcd-inspect-" + names.Hash(string(uid)) }
-
-// NewName is a fresh Job name no one can guess: "etcd-inspect-" and 12
-// random characters (60 bits).
-func NewName() string { return stagingjob.RandomName("etcd-inspect-") }
 
 // Labels mark the Job and its Pods as the inspection of a Backup.
 func Labels(uid types.UID) map[string]string {

@@ -103,7 +103,4 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 		rules[1].Action != batchv1.PodFailurePolicyActionIgnore || rules[1].OnPodConditions[0].Type != corev1.DisruptionTarget {
 		t.Fatalf("pod failure policy %+v", rules)
 	}
-	if n := NewName(); !strings.HasPrefix(n, "etcd-inspect-") || len(n) != len("etcd-inspect-")+12 || n == NewName() {
-		t.Fatalf("NewName %q", n)
-	}
 }
