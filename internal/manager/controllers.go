@@ -103,9 +103,8 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 		Schema:     d.schema,
 		Broker:     d.broker,
 
-		StagingImage: o.StagingImage,
-		Revisions: liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy,
-			ClusterDomain: o.ClusterDomain},
+		StagingImage:         o.StagingImage,
+		Revisions:            o.liveReader(mgr, d),
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 	}
 	pem, err := o.s3CAPEM()
@@ -114,6 +113,12 @@ func setupRestores(mgr ctrl.Manager, o Options, d deps) error {
 	}
 	r.S3CAPEM = pem
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
+}
+
+// liveReader reads tenants' live etcds, for the restore's revision and the
+// rehearsal's census.
+func (o Options) liveReader(mgr ctrl.Manager, d deps) liverevision.Reader {
+	return liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy, ClusterDomain: o.ClusterDomain}
 }
 
 // s3CAPEM is the extra S3 CA bundle the driver's Jobs are handed.
@@ -150,15 +155,14 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 
 func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
 	r := &rehearsal.Reconciler{
-		Client:     o.client(mgr),
-		Reader:     o.cached(mgr),
-		LiveReader: mgr.GetAPIReader(),
-		Recorder:   d.events,
-		Keys:       d.keys,
-		Policy:     d.policy,
-		Image:      o.StagingImage,
-		Census: liverevision.Reader{Secrets: mgr.GetAPIReader(), Dial: o.EtcdDialer, Policy: d.policy,
-			ClusterDomain: o.ClusterDomain},
+		Client:               o.client(mgr),
+		Reader:               o.cached(mgr),
+		LiveReader:           mgr.GetAPIReader(),
+		Recorder:             d.events,
+		Keys:                 d.keys,
+		Policy:               d.policy,
+		Image:                o.StagingImage,
+		Census:               o.liveReader(mgr, d),
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 		Deadline:             o.RestoreDeadline,
 	}
