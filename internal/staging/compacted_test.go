@@ -124,7 +124,7 @@ func dropTombstonesAt(t *testing.T, path string, rev int64) {
 		var doomed [][]byte
 		c := keys.Cursor()
 		for k, _ := c.Seek(revisionKey(rev, 0)); k != nil; k, _ = c.Next() {
-			if main, err := parseRevisionKey(k); err != nil || main != rev || k[len(k)-1] != markTombstone {
+			if main, err := ParseRevisionKey(k); err != nil || main != rev || k[len(k)-1] != markTombstone {
 				return fmt.Errorf("key %x at or above the compaction mark %d is not a tombstone at it", k, rev)
 			}
 			doomed = append(doomed, append([]byte(nil), k...))

@@ -43,10 +43,6 @@ func revisionKey(main, sub int64) []byte {
 // IsTombstone says whether a key of bucket "key" marks a deletion.
 func IsTombstone(k []byte) bool { return len(k) == revKeyLen+1 && k[revKeyLen] == markTombstone }
 
-// ParseRevisionKey returns the main revision of a key of bucket "key" (or
-// of a compaction mark), refusing anything that is not etcd's layout.
-func ParseRevisionKey(k []byte) (int64, error) { return parseRevisionKey(k) }
-
 // Buckets returns bucket "key" and bucket "meta" of an etcd database,
 // refusing (ErrCorrupt) a database without them.
 func Buckets(tx *bolt.Tx) (keys, meta *bolt.Bucket, err error) {
@@ -73,13 +69,10 @@ type Marks struct {
 // key). etcd's own restore starts there too.
 func (m Marks) SnapshotRevision() int64 { return max(m.Newest, m.Compacted) }
 
-// ReadMarks reads the revision marks of the buckets Buckets returned.
-func ReadMarks(keys, meta *bolt.Bucket) (Marks, error) { return readMarks(keys, meta) }
-
-func readMarks(keys, meta *bolt.Bucket) (Marks, error) {
+func ReadMarks(keys, meta *bolt.Bucket) (Marks, error) {
 	m := Marks{Newest: 1}
 	if last, _ := keys.Cursor().Last(); last != nil {
-		rev, err := parseRevisionKey(last)
+		rev, err := ParseRevisionKey(last)
 		if err != nil {
 			return Marks{}, err
 		}
@@ -87,7 +80,7 @@ func readMarks(keys, meta *bolt.Bucket) (Marks, error) {
 	}
 	for _, mark := range [][]byte{scheduledCompactID, finishedCompactID} {
 		if v := meta.Get(mark); v != nil {
-			rev, err := parseRevisionKey(v)
+			rev, err := ParseRevisionKey(v)
 			if err != nil {
 				return Marks{}, fmt.Errorf("%s: %w", mark, err)
 			}
@@ -97,9 +90,9 @@ func readMarks(keys, meta *bolt.Bucket) (Marks, error) {
 	return m, nil
 }
 
-// parseRevisionKey returns the main revision of a key of bucket "key" (or
+// ParseRevisionKey returns the main revision of a key of bucket "key" (or
 // of a compaction mark), refusing anything that is not etcd's layout.
-func parseRevisionKey(k []byte) (int64, error) {
+func ParseRevisionKey(k []byte) (int64, error) {
 	ok := (len(k) == revKeyLen || (len(k) == revKeyLen+1 && k[revKeyLen] == markTombstone)) && k[8] == '_'
 	main := int64(0)
 	if ok {
@@ -135,25 +128,25 @@ var openTimeout = 10 * time.Second
 // The snapshot's revision is the larger of its newest key and its
 // compaction marks: etcd's own restore starts there too (a compaction at
 // a head of deletions removes the tombstones, leaving the mark above every
-// key). Errors are sorted by cause (databaseError): what is wrong with the
+// key). Errors are sorted by cause (DatabaseError): what is wrong with the
 // bytes is ErrCorrupt, what went wrong on this machine is local.
 func bumpRevision(path string, p Plan) (edit, error) {
 	var db *bolt.DB
-	err := guarded(func() (err error) {
+	err := Guarded(func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
 		return err
 	})
 	if err != nil {
-		return edit{}, databaseError("open the snapshot's database", err)
+		return edit{}, DatabaseError("open the snapshot's database", err)
 	}
 	var e edit
-	err = guarded(func() error {
+	err = Guarded(func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			keys, meta, err := Buckets(tx)
 			if err != nil {
 				return err
 			}
-			marks, err := readMarks(keys, meta)
+			marks, err := ReadMarks(keys, meta)
 			if err != nil {
 				return err
 			}
@@ -162,17 +155,17 @@ func bumpRevision(path string, p Plan) (edit, error) {
 				return err
 			}
 			if err := keys.Put(revisionKey(e.target, 0), []byte{}); err != nil {
-				return databaseError("write the revision record", err)
+				return DatabaseError("write the revision record", err)
 			}
 			if err := meta.Put(scheduledCompactID, revisionKey(e.target, 0)); err != nil {
-				return databaseError("write the compaction mark", err)
+				return DatabaseError("write the compaction mark", err)
 			}
 			return nil
 		})
 	})
 	if err != nil {
 		// The edit's own refusals, or the commit's write or sync.
-		err = databaseError("edit the snapshot's database", err)
+		err = DatabaseError("edit the snapshot's database", err)
 	}
 	if cerr := db.Close(); err == nil && cerr != nil {
 		err = localError{fmt.Errorf("close the staged database: %w", cerr)}
@@ -183,15 +176,12 @@ func bumpRevision(path string, p Plan) (edit, error) {
 	return e, nil
 }
 
-// Guarded is guarded, for other readers of a fetched snapshot.
-func Guarded(fn func() error) error { return guarded(fn) }
-
-// guarded runs fn (bolt's open or a transaction), turning a panic of
+// Guarded runs fn (bolt's open or a transaction), turning a panic of
 // bolt's (a page that is not bolt's: bolt checks only its meta pages, and
 // the trailer only proves whoever wrote the bytes computed it) into
 // ErrCorrupt. bolt rolls a transaction back on a panic; the file is the
 // staging's own temporary copy, removed on any error.
-func guarded(fn func() error) (err error) {
+func Guarded(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
@@ -201,18 +191,14 @@ func guarded(fn func() error) (err error) {
 	return fn()
 }
 
-// DatabaseError sorts an error of a bolt database by cause, as
-// databaseError does, for other readers of a fetched snapshot.
-func DatabaseError(what string, err error) error { return databaseError(what, err) }
-
-// databaseError sorts an error of the bolt database by cause. The bytes
+// DatabaseError sorts an error of the bolt database by cause. The bytes
 // are exactly the recorded ones (size, sha256 and etcd's trailer were
 // checked), so only what bolt or the edit finds wrong in them is
 // ErrCorrupt, refused for good: invalid meta pages, a version or checksum
 // mismatch, a value where etcd keeps none, or etcd's layout broken. Any
 // other failure — the file's lock, mmap, reads, writes and syncs, a full
 // or read-only volume — is local to this attempt and retried.
-func databaseError(what string, err error) error {
+func DatabaseError(what string, err error) error {
 	var local localError
 	switch {
 	case errors.Is(err, s3object.ErrCorrupt), errors.Is(err, ErrPlan), errors.As(err, &local):

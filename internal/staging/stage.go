@@ -103,7 +103,7 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 // removed first. On an error no file is left; otherwise the caller
 // removes the returned one. Errors sort as Stage's (Classify).
 func Download(r io.Reader, size int64, sha256Hex, dir, prefix string) (string, error) {
-	if err := checkObject(size, sha256Hex); err != nil {
+	if err := CheckObject(size, sha256Hex); err != nil {
 		return "", err
 	}
 	if prefix == "" || strings.ContainsRune(prefix, filepath.Separator) {
@@ -169,7 +169,7 @@ func removeLeftovers(dir, prefix string) error {
 }
 
 func checkArgs(size int64, sha256Hex, out string, p Plan) error {
-	if err := checkObject(size, sha256Hex); err != nil {
+	if err := CheckObject(size, sha256Hex); err != nil {
 		return err
 	}
 	if out == "" {
@@ -181,13 +181,8 @@ func checkArgs(size int64, sha256Hex, out string, p Plan) error {
 	return nil
 }
 
-// CheckObject refuses recorded facts no etcd snapshot can have: a size
-// that cannot hold etcd's trailer, a sha256 that is not 64 lower-case hex
-// digits (ErrArguments).
-func CheckObject(size int64, sha256Hex string) error { return checkObject(size, sha256Hex) }
-
-// checkObject refuses recorded facts no etcd snapshot can have.
-func checkObject(size int64, sha256Hex string) error {
+// CheckObject refuses recorded facts no etcd snapshot can have.
+func CheckObject(size int64, sha256Hex string) error {
 	if size <= sha256.Size {
 		return fmt.Errorf("%w: size %d cannot hold an etcd snapshot", ErrArguments, size)
 	}

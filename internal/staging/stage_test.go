@@ -241,12 +241,12 @@ func latestRevision(path string) (latest, scheduled int64, err error) {
 			return errors.New("not an etcd v3 database")
 		}
 		if last, _ := keys.Cursor().Last(); last != nil {
-			if latest, err = parseRevisionKey(last); err != nil {
+			if latest, err = ParseRevisionKey(last); err != nil {
 				return err
 			}
 		}
 		if v := meta.Get(scheduledCompactID); v != nil {
-			if scheduled, err = parseRevisionKey(v); err != nil {
+			if scheduled, err = ParseRevisionKey(v); err != nil {
 				return err
 			}
 		}
