@@ -122,11 +122,7 @@ func ownDrills(plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob
 // runDueDrill starts or skips the drill due at now and returns the next
 // drill time.
 func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, drills []backupsv1alpha1.RestoreJob, sched Schedule, now time.Time) (time.Time, error) {
-	deadline := DefaultStartingDeadline
-	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
-		deadline = time.Duration(*s) * time.Second
-	}
-	runs := DueRuns(sched, lastDrillConsidered(plan, drills), now, deadline)
+	runs := DueRuns(sched, lastDrillConsidered(plan, drills), now, startingDeadline(plan))
 	if n := runs.Missed + runs.Superseded; n > 0 {
 		// A missed drill is only a later one; the next due one starts.
 		skipDrill(plan, runs.LastSkipped)
