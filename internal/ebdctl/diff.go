@@ -27,8 +27,8 @@ has no manifest; differences alone exit 0.`,
   %[1]s diff etcd-20260503-0200 etcd-20260504-0200 -n tenant-a -o json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != outputTable && output != outputJSON && output != outputYAML {
-				return usagef("-o must be json or yaml, not %q", output)
+			if err := checkStructuredOutput(output); err != nil {
+				return err
 			}
 			return e.runDiff(cmd.Context(), args[0], args[1], output)
 		},

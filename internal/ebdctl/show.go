@@ -29,8 +29,8 @@ condition) and the command exits 1.`,
   %[1]s show etcd-manual -n tenant-a -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != outputTable && output != outputJSON && output != outputYAML {
-				return usagef("-o must be json or yaml, not %q", output)
+			if err := checkStructuredOutput(output); err != nil {
+				return err
 			}
 			return e.runShow(cmd.Context(), args[0], output)
 		},
