@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -28,8 +27,8 @@ has no manifest; differences alone exit 0.`,
   %[1]s diff etcd-20260503-0200 etcd-20260504-0200 -n tenant-a -o json`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != outputTable && output != outputJSON && output != outputYAML {
-				return usagef("-o must be json or yaml, not %q", output)
+			if err := checkStructuredOutput(output); err != nil {
+				return err
 			}
 			return e.runDiff(cmd.Context(), args[0], args[1], output)
 		},
@@ -90,23 +89,19 @@ func (e *env) runDiff(ctx context.Context, from, to, output string) error {
 	if err != nil {
 		return err
 	}
-	var a, b backupsv1alpha1.Backup
-	for _, x := range []struct {
-		name string
-		into *backupsv1alpha1.Backup
-	}{{from, &a}, {to, &b}} {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: x.name}, x.into); err != nil {
-			return fmt.Errorf("Backup %s/%s: %w", ns, x.name, err)
+	var manifests [2]*backupsv1alpha1.BackupManifest
+	for i, name := range []string{from, to} {
+		b, err := getBackup(ctx, c, ns, name)
+		if err != nil {
+			return err
 		}
-		if x.into.Status.Manifest == nil {
-			why := "the driver has not inspected it"
-			if s := conditionSummary(x.into, backupsv1alpha1.BackupConditionInspected); s != nil && s.Message != "" {
-				why = oneLine(s.Message)
-			}
-			return fmt.Errorf("Backup %s/%s has no manifest: %s", ns, x.name, why)
+		if b.Status.Manifest == nil {
+			return fmt.Errorf("Backup %s/%s has no manifest: %s", ns, name,
+				noManifestReason(conditionSummary(b, backupsv1alpha1.BackupConditionInspected)))
 		}
+		manifests[i] = b.Status.Manifest
 	}
-	res := diffManifests(ns, from, to, a.Status.Manifest, b.Status.Manifest)
+	res := diffManifests(ns, from, to, manifests[0], manifests[1])
 	if output == outputJSON || output == outputYAML {
 		return writeStructured(e.streams.Out, output, res)
 	}

@@ -27,6 +27,16 @@ func checkOutput(o string) error {
 	return usagef("-o must be json, yaml or wide, not %q", o)
 }
 
+// checkStructuredOutput accepts -o for the commands without a wide table
+// (show, diff): a table, json or yaml.
+func checkStructuredOutput(o string) error {
+	switch o {
+	case outputTable, outputJSON, outputYAML:
+		return nil
+	}
+	return usagef("-o must be json or yaml, not %q", o)
+}
+
 // writeStructured prints v as JSON or YAML.
 func writeStructured(w io.Writer, format string, v any) error {
 	if format == outputYAML {

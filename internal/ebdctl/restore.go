@@ -85,9 +85,8 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 			return err
 		}
 	} else {
-		backup = &backupsv1alpha1.Backup{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.from}, backup); err != nil {
-			return fmt.Errorf("Backup %s/%s: %w", ns, o.from, err)
+		if backup, err = getBackup(ctx, c, ns, o.from); err != nil {
+			return err
 		}
 		if !isApp(backup.Spec.ApplicationRef, app) {
 			return usagef("Backup %s/%s is of %s %s, not of the Etcd application %s", ns, o.from,

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -30,8 +29,8 @@ condition) and the command exits 1.`,
   %[1]s show etcd-manual -n tenant-a -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != outputTable && output != outputJSON && output != outputYAML {
-				return usagef("-o must be json or yaml, not %q", output)
+			if err := checkStructuredOutput(output); err != nil {
+				return err
 			}
 			return e.runShow(cmd.Context(), args[0], output)
 		},
@@ -98,11 +97,11 @@ func (e *env) runShow(ctx context.Context, name, output string) error {
 	if err != nil {
 		return err
 	}
-	var b backupsv1alpha1.Backup
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &b); err != nil {
-		return fmt.Errorf("Backup %s/%s: %w", ns, name, err)
+	b, err := getBackup(ctx, c, ns, name)
+	if err != nil {
+		return err
 	}
-	res := showResult(&b)
+	res := showResult(b)
 	if output == outputJSON || output == outputYAML {
 		if err := writeStructured(e.streams.Out, output, res); err != nil {
 			return err
@@ -134,11 +133,7 @@ func printShow(w io.Writer, r *ShowResult, now time.Time) error {
 	fmt.Fprintf(&b, "  Rehearsal:    %s\n", rehearsalLine(r.LastRehearsal, now))
 	m := r.Manifest
 	if m == nil {
-		why := "the driver has not inspected it"
-		if r.Inspected != nil && r.Inspected.Message != "" {
-			why = oneLine(r.Inspected.Message)
-		}
-		fmt.Fprintf(&b, "No manifest: %s\n", why)
+		fmt.Fprintf(&b, "No manifest: %s\n", noManifestReason(r.Inspected))
 		_, err := io.WriteString(w, b.String())
 		return err
 	}
@@ -192,6 +187,16 @@ func printKeyspace(w io.Writer, ks backupsv1alpha1.KeyspaceManifest) error {
 		return err
 	}
 	return nil
+}
+
+// noManifestReason says why a Backup has no manifest: its Inspected
+// condition's message, or that it was not inspected yet. show and diff
+// both say it.
+func noManifestReason(inspected *ConditionSummary) string {
+	if inspected != nil && inspected.Message != "" {
+		return oneLine(inspected.Message)
+	}
+	return "the driver has not inspected it"
 }
 
 func conditionLine(c *ConditionSummary) string {

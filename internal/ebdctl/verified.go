@@ -1,8 +1,12 @@
 package ebdctl
 
 import (
+	"context"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
@@ -35,4 +39,13 @@ func goodBackup(b *backupsv1alpha1.Backup) bool {
 // less than the Backup before it (ContentDrop True).
 func droppedContent(b *backupsv1alpha1.Backup) bool {
 	return meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionContentDrop)
+}
+
+// getBackup reads Backup ns/name; the error names it.
+func getBackup(ctx context.Context, c client.Reader, ns, name string) (*backupsv1alpha1.Backup, error) {
+	var b backupsv1alpha1.Backup
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &b); err != nil {
+		return nil, fmt.Errorf("Backup %s/%s: %w", ns, name, err)
+	}
+	return &b, nil
 }

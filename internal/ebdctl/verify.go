@@ -103,11 +103,11 @@ func (e *env) runVerify(ctx context.Context, name string, o verifyOptions) error
 	if err != nil {
 		return err
 	}
-	var b backupsv1alpha1.Backup
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &b); err != nil {
-		return fmt.Errorf("Backup %s/%s: %w", ns, name, err)
+	b, err := getBackup(ctx, c, ns, name)
+	if err != nil {
+		return err
 	}
-	src, err := artifact.Resolve(&b)
+	src, err := artifact.Resolve(b)
 	if err != nil {
 		return fmt.Errorf("Backup %s/%s does not say where its snapshot is: %w", ns, name, err)
 	}
@@ -119,7 +119,7 @@ func (e *env) runVerify(ctx context.Context, name string, o verifyOptions) error
 		return err
 	}
 	res := &VerifyResult{Namespace: ns, Backup: name, URI: artifact.URI(src.Bucket, src.Key), Endpoint: src.Endpoint}
-	if err := check(ctx, &b, src, access, secret, o.deep, res); err != nil {
+	if err := check(ctx, b, src, access, secret, o.deep, res); err != nil {
 		return err
 	}
 	if o.output == outputJSON || o.output == outputYAML {
@@ -127,7 +127,7 @@ func (e *env) runVerify(ctx context.Context, name string, o verifyOptions) error
 			return err
 		}
 	} else {
-		e.printVerify(res, &b)
+		e.printVerify(res, b)
 	}
 	if !res.OK {
 		return silentFailure

@@ -70,10 +70,7 @@ func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, pers
 		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
 		return time.Time{}, nil
 	}
-	drills, err := r.ownDrills(ctx, plan)
-	if err != nil {
-		return time.Time{}, err
-	}
+	drills := ownDrills(plan, obs.restores)
 	recoverLastDrill(plan, drills)
 	r.recordEnded(plan, drills)
 
@@ -105,32 +102,27 @@ func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, pers
 	return earliest(next, flip), errors.Join(startErr, pruneErr)
 }
 
-// ownDrills lists the dry-run RestoreJobs the Plan started.
-func (r *Reconciler) ownDrills(ctx context.Context, plan *backupsv1alpha1.Plan) ([]backupsv1alpha1.RestoreJob, error) {
-	var list backupsv1alpha1.RestoreJobList
-	if err := r.Client.List(ctx, &list, client.InNamespace(plan.Namespace),
-		client.MatchingLabels{backupsv1alpha1.DrillLabel: "true"}); err != nil {
-		return nil, fmt.Errorf("list drill RestoreJobs in %s: %w", plan.Namespace, err)
-	}
+// ownDrills picks the dry-run RestoreJobs the Plan started from restores
+// (all RestoreJobs in its namespace, as observe listed them).
+func ownDrills(plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob) []backupsv1alpha1.RestoreJob {
 	var out []backupsv1alpha1.RestoreJob
-	for _, rj := range list.Items {
+	for _, rj := range restores {
+		if rj.Labels[backupsv1alpha1.DrillLabel] != "true" {
+			continue
+		}
 		// The label is a hint anyone can set; the controller reference
 		// (to this Plan's UID) says the Plan made it.
 		if ref := metav1.GetControllerOf(&rj); ref != nil && ref.UID == plan.UID {
 			out = append(out, rj)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // runDueDrill starts or skips the drill due at now and returns the next
 // drill time.
 func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, drills []backupsv1alpha1.RestoreJob, sched Schedule, now time.Time) (time.Time, error) {
-	deadline := DefaultStartingDeadline
-	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
-		deadline = time.Duration(*s) * time.Second
-	}
-	runs := DueRuns(sched, lastDrillConsidered(plan, drills), now, deadline)
+	runs := DueRuns(sched, lastDrillConsidered(plan, drills), now, startingDeadline(plan))
 	if n := runs.Missed + runs.Superseded; n > 0 {
 		// A missed drill is only a later one; the next due one starts.
 		skipDrill(plan, runs.LastSkipped)

@@ -25,6 +25,9 @@ type observed struct {
 	// to the signed time. Hand-written or edited Backups are not here, so
 	// retention never counts, orders by, or deletes them.
 	backups []backupsv1alpha1.Backup
+	// restores are all RestoreJobs in the Plan's namespace; drills are
+	// picked from them.
+	restores []backupsv1alpha1.RestoreJob
 	// inUse names Backups a RestoreJob pins (RestoreJob.PinsBackups).
 	inUse map[string]bool
 }
@@ -64,11 +67,12 @@ func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*
 		obs.backups = append(obs.backups, b)
 	}
 
-	inUse, err := restoresInProgress(ctx, r.Client, plan.Namespace)
-	if err != nil {
-		return nil, err
+	var restores backupsv1alpha1.RestoreJobList
+	if err := r.Client.List(ctx, &restores, ns); err != nil {
+		return nil, fmt.Errorf("list RestoreJobs in %s: %w", plan.Namespace, err)
 	}
-	obs.inUse = inUse
+	obs.restores = restores.Items
+	obs.inUse = pinnedBackups(restores.Items)
 	return obs, nil
 }
 
@@ -80,13 +84,18 @@ func restoresInProgress(ctx context.Context, c client.Reader, namespace string) 
 	if err := c.List(ctx, &restores, client.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("list RestoreJobs in %s: %w", namespace, err)
 	}
+	return pinnedBackups(restores.Items), nil
+}
+
+// pinnedBackups names the Backups that restores pin.
+func pinnedBackups(restores []backupsv1alpha1.RestoreJob) map[string]bool {
 	inUse := map[string]bool{}
-	for _, rj := range restores.Items {
+	for _, rj := range restores {
 		if rj.PinsBackups() {
 			inUse[rj.Spec.BackupRef.Name] = true
 		}
 	}
-	return inUse, nil
+	return inUse
 }
 
 func ownedBy(j *backupsv1alpha1.BackupJob, plan *backupsv1alpha1.Plan) bool {

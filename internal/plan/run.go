@@ -22,10 +22,7 @@ import (
 // did in plan's status; the caller writes it.
 func (r *Reconciler) runDue(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, sched Schedule, now time.Time) (time.Time, error) {
 	recoverLastSchedule(plan, obs)
-	deadline := DefaultStartingDeadline
-	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
-		deadline = time.Duration(*s) * time.Second
-	}
+	deadline := startingDeadline(plan)
 	runs := DueRuns(sched, lastConsidered(plan, obs), now, deadline)
 
 	if plan.Spec.Suspend {
@@ -55,6 +52,15 @@ func (r *Reconciler) runDue(ctx context.Context, plan *backupsv1alpha1.Plan, obs
 		return runs.Next, nil
 	}
 	return runs.Next, r.start(ctx, plan, obs, runs.Due)
+}
+
+// startingDeadline is how late a run of the Plan (a backup or a drill) may
+// start: spec.startingDeadlineSeconds, or the default.
+func startingDeadline(plan *backupsv1alpha1.Plan) time.Duration {
+	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
+		return time.Duration(*s) * time.Second
+	}
+	return DefaultStartingDeadline
 }
 
 // start creates the BackupJob for the run due at due, unless the
