@@ -229,7 +229,19 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 // captured yet, whether it may be restored and its credentials exist.
 func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 	b := &backupsv1alpha1.Backup{}
-	found, err := r.get(ctx, client.ObjectKey{Namespace: o.job.Namespace, Name: o.job.Spec.BackupRef.Name}, b)
+	key := client.ObjectKey{Namespace: o.job.Namespace, Name: o.job.Spec.BackupRef.Name}
+	found, err := r.get(ctx, key, b)
+	if err == nil && !found && r.LiveReader != nil {
+		// A RestoreJob created right after its Backup can come before
+		// the Backup reaches the cache: a missing Backup is confirmed
+		// live, or a job of another driver's Backup would be marked
+		// waiting (BackupNotFound) as if it were this driver's.
+		if err = r.LiveReader.Get(ctx, key, b); err == nil {
+			found = true
+		} else if apierrors.IsNotFound(err) {
+			err = nil
+		}
+	}
 	if err != nil || !found {
 		return err
 	}
