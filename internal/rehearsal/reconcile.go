@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -177,11 +178,11 @@ func (r *Reconciler) findJob(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 
 // podReport reads the rehearsal report from the termination message of
 // the Job's Pod: a Pod the Job controls, running the container as built.
-func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (rehearseReport, error) {
+func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (rehearse.Report, error) {
 	var pods corev1.PodList
 	if err := r.LiveReader.List(ctx, &pods, client.InNamespace(job.Namespace),
 		client.MatchingLabels{backupsv1alpha1.RehearsalLabel: job.Labels[backupsv1alpha1.RehearsalLabel]}); err != nil {
-		return rehearseReport{}, fmt.Errorf("list the Pods of Job %s: %w", job.Name, err)
+		return rehearse.Report{}, fmt.Errorf("list the Pods of Job %s: %w", job.Name, err)
 	}
 	wc := want.Spec.Template.Spec.Containers[0]
 	var last error = errors.New("no Pod of the Job ended")
@@ -190,7 +191,7 @@ func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (reh
 		p := &pods.Items[i]
 		owner := metav1.GetControllerOf(p)
 		if owner == nil || owner.UID != job.UID || len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != wc.Image ||
-			!equalStrings(p.Spec.Containers[0].Command, wc.Command) || !equalStrings(p.Spec.Containers[0].Args, wc.Args) {
+			!slices.Equal(p.Spec.Containers[0].Command, wc.Command) || !slices.Equal(p.Spec.Containers[0].Args, wc.Args) {
 			continue
 		}
 		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
@@ -198,27 +199,15 @@ func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (reh
 		}
 	}
 	if newest == nil {
-		return rehearseReport{}, last
+		return rehearse.Report{}, last
 	}
 	for _, st := range newest.Status.ContainerStatuses {
 		if st.Name != rehearsaljob.ContainerName || st.State.Terminated == nil {
 			continue
 		}
-		return parseReport(st.State.Terminated.Message)
+		return rehearse.ParseReport(st.State.Terminated.Message)
 	}
-	return rehearseReport{}, fmt.Errorf("Pod %s has not ended", newest.Name)
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return rehearse.Report{}, fmt.Errorf("Pod %s has not ended", newest.Name)
 }
 
 // start records that the rehearsal runs: Running, and the live counts
@@ -247,7 +236,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 }
 
 // succeed reports a rehearsal that booted and read back.
-func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep rehearseReport) error {
+func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep rehearse.Report) error {
 	c, ok := r.census(string(rj.UID))
 	unread := ""
 	if !ok {

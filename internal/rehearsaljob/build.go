@@ -18,8 +18,6 @@
 package rehearsaljob
 
 import (
-	"crypto/rand"
-	"fmt"
 	"reflect"
 	"strings"
 	"time"
@@ -31,7 +29,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
@@ -83,17 +80,7 @@ type Spec struct {
 
 // NewName is a fresh rehearsal Job name no one can guess:
 // "etcd-rehearsal-" and 12 random characters (60 bits).
-func NewName() string {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz234567"
-	b := make([]byte, 12)
-	if _, err := rand.Read(b); err != nil {
-		panic(fmt.Sprintf("read random bytes: %v", err))
-	}
-	for i := range b {
-		b[i] = alphabet[b[i]%32]
-	}
-	return "etcd-rehearsal-" + string(b)
-}
+func NewName() string { return stagingjob.RandomName("etcd-rehearsal-") }
 
 // Labels mark the Job and its Pods as a dry run's rehearsal.
 func Labels(restoreJobUID string) map[string]string {
@@ -129,10 +116,6 @@ func (s Spec) Options() rehearse.Options {
 func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 	deadline := int64(max(s.Deadline/time.Second, 60))
 	sizeLimit := WorkDirSize(s.Object.Size)
-	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, s.Object.SecretName), secretEnv(s3object.SecretAccessKeyKey, s.Object.SecretName)}
-	if s.CAPEM != "" {
-		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: s.CAPEM})
-	}
 	owner.Controller, owner.BlockOwnerDeletion = ptr(true), ptr(true)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.JobName, Labels: Labels(s.RestoreJobUID),
@@ -142,38 +125,23 @@ func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 			BackoffLimit:            ptr(int32(BackoffLimit)),
 			ActiveDeadlineSeconds:   &deadline,
 			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
-			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
-				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{ExitRefused}},
-			}, {
-				Action:          batchv1.PodFailurePolicyActionIgnore,
-				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}},
-			}}},
+			PodFailurePolicy:        stagingjob.FailurePolicy(ExitRefused),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.RestoreJobUID)},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr(false),
 					EnableServiceLinks:           ptr(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr(true), RunAsUser: ptr(int64(65532)), RunAsGroup: ptr(int64(65532)), FSGroup: ptr(int64(65532)),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              stagingjob.PodSecurityContext(),
 					Containers: []corev1.Container{{
 						Name: ContainerName, Image: s.Image, Command: []string{Command},
-						Args: append([]string{rehearse.Subcommand}, s.Options().Args()...), Env: env,
+						Args: append([]string{rehearse.Subcommand}, s.Options().Args()...), Env: stagingjob.CredentialsEnv(s.Object.SecretName, s.CAPEM),
 						ImagePullPolicy:          corev1.PullIfNotPresent,
 						TerminationMessagePath:   TerminationLog,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 						VolumeMounts:             []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}},
-						Resources: corev1.ResourceRequirements{
-							Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-							Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse(MemoryLimit)},
-						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr(false), ReadOnlyRootFilesystem: ptr(true), Privileged: ptr(false),
-							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
+						Resources:                stagingjob.Resources("128Mi", MemoryLimit),
+						SecurityContext:          stagingjob.ContainerSecurityContext(),
 					}},
 					Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{
 						EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &sizeLimit}}}},
@@ -205,11 +173,6 @@ func Owned(j *batchv1.Job, uid string, want *batchv1.Job) bool {
 	return got[0].Image == exp[0].Image && reflect.DeepEqual(got[0].Command, exp[0].Command) &&
 		reflect.DeepEqual(got[0].Args, exp[0].Args) && reflect.DeepEqual(got[0].Env, exp[0].Env) &&
 		got[0].TerminationMessagePath == exp[0].TerminationMessagePath
-}
-
-func secretEnv(key, secret string) corev1.EnvVar {
-	return corev1.EnvVar{Name: key, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-		LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -104,71 +105,32 @@ func (r Report) ExitCode() int {
 }
 
 // Line is the report as one line of JSON, newline included, at most
-// MaxReportBytes: lists are cut (largest list first, its smallest entries
-// first) until it fits, and Truncated says so. A namespace name list is
-// dropped whole rather than cut, since a partial list would read as
-// namespaces missing.
+// MaxReportBytes: the keyspaces are cut as an inspection report's are
+// (snapshotinspect.ShrinkKeyspaces: least useful first, a namespace name
+// list only whole, since a partial list would read as namespaces missing)
+// until it fits, and Truncated says so.
 func (r Report) Line() string {
 	r.Message = textlimit.Cut(r.Message, MaxMessage)
-	r.Keyspaces = cloneKeyspaces(r.Keyspaces)
+	r.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), r.Keyspaces...)
 	for {
 		b, err := json.Marshal(r)
 		if err != nil {
 			// Only strings, integers and booleans: cannot happen.
 			panic(err)
 		}
-		if len(b)+1 <= MaxReportBytes {
+		switch {
+		case len(b)+1 <= MaxReportBytes:
+			return string(b) + "\n"
+		case snapshotinspect.ShrinkKeyspaces(&r.Keyspaces):
+			r.Truncated = true
+		case r.Message != "":
+			r.Truncated = true
+			r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
+		default:
+			// Nothing left to cut; a report within its bounds fits.
 			return string(b) + "\n"
 		}
-		r.Truncated = true
-		if !shrink(&r) {
-			// Nothing left to cut but the message.
-			r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
-		}
 	}
-}
-
-// shrink cuts one entry from the longest list, or drops the last
-// keyspace; false when there is nothing left to cut.
-func shrink(r *Report) bool {
-	var longest *[]backupsv1alpha1.ObjectCount
-	names := -1
-	for i := range r.Keyspaces {
-		k := &r.Keyspaces[i]
-		if len(k.NamespaceNames) > 0 && (names < 0 || len(k.NamespaceNames) > len(r.Keyspaces[names].NamespaceNames)) {
-			names = i
-		}
-		for _, l := range []*[]backupsv1alpha1.ObjectCount{&k.Resources, &k.TopNamespaces} {
-			if len(*l) > 0 && (longest == nil || len(*l) > len(*longest)) {
-				longest = l
-			}
-		}
-	}
-	switch {
-	case names >= 0 && (longest == nil || len(r.Keyspaces[names].NamespaceNames) >= len(*longest)):
-		r.Keyspaces[names].NamespaceNames = nil
-	case longest != nil:
-		*longest = (*longest)[:len(*longest)-1]
-	case len(r.Keyspaces) > 0:
-		r.Keyspaces = r.Keyspaces[:len(r.Keyspaces)-1]
-	default:
-		return false
-	}
-	return true
-}
-
-func cloneKeyspaces(in []backupsv1alpha1.KeyspaceManifest) []backupsv1alpha1.KeyspaceManifest {
-	out := make([]backupsv1alpha1.KeyspaceManifest, len(in))
-	for i, k := range in {
-		k.Resources = append([]backupsv1alpha1.ObjectCount(nil), k.Resources...)
-		k.TopNamespaces = append([]backupsv1alpha1.ObjectCount(nil), k.TopNamespaces...)
-		k.NamespaceNames = append([]string(nil), k.NamespaceNames...)
-		out[i] = k
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 // ParseReport reads a Pod's termination message. It refuses anything that
@@ -208,27 +170,15 @@ func ParseReport(s string) (Report, error) {
 	return r, nil
 }
 
-// checkKeyspaces holds the lists to the API's bounds.
+// checkKeyspaces holds the lists to the bounds of the manifest's: they
+// come from the same counter (snapshotinspect.CheckKeyspace).
 func checkKeyspaces(ks []backupsv1alpha1.KeyspaceManifest) error {
 	if len(ks) > backupsv1alpha1.ManifestMaxKeyspaces {
 		return fmt.Errorf("rehearsal report lists %d keyspaces, at most %d allowed", len(ks), backupsv1alpha1.ManifestMaxKeyspaces)
 	}
 	for _, k := range ks {
-		if len(k.Prefix) > 64 || k.Objects < 0 || k.Namespaces < 0 ||
-			len(k.Resources) > backupsv1alpha1.ManifestMaxResources ||
-			len(k.TopNamespaces) > backupsv1alpha1.ManifestMaxNamespaces ||
-			len(k.NamespaceNames) > 2*backupsv1alpha1.ManifestMaxNamespaces {
-			return fmt.Errorf("rehearsal report's keyspace %q is beyond the manifest's bounds", textlimit.Value(k.Prefix))
-		}
-		for _, c := range append(append([]backupsv1alpha1.ObjectCount(nil), k.Resources...), k.TopNamespaces...) {
-			if len(c.Name) > backupsv1alpha1.ManifestMaxName || c.Count < 0 {
-				return fmt.Errorf("rehearsal report's keyspace %q holds an invalid count", textlimit.Value(k.Prefix))
-			}
-		}
-		for _, n := range k.NamespaceNames {
-			if len(n) > backupsv1alpha1.ManifestMaxName {
-				return fmt.Errorf("rehearsal report's keyspace %q names an invalid namespace", textlimit.Value(k.Prefix))
-			}
+		if err := snapshotinspect.CheckKeyspace(k); err != nil {
+			return fmt.Errorf("rehearsal report's keyspace %q: %w", textlimit.Value(k.Prefix), err)
 		}
 	}
 	return nil

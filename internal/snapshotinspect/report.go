@@ -79,7 +79,7 @@ func (r Report) ExitCode() int {
 
 // Line is the report as one line of JSON, newline included, at most
 // MaxReportLine bytes: while it is longer, the manifest's lists lose
-// entries (see shrink) and Truncated is set. The message is first cut
+// entries (see ShrinkKeyspaces) and Truncated is set. The message is first cut
 // until JSON writes it in MaxReportMessage bytes (a control character
 // takes six).
 func (r Report) Line() string {
@@ -101,7 +101,7 @@ func (r Report) Line() string {
 		switch {
 		case len(b)+1 <= MaxReportLine:
 			return string(b) + "\n"
-		case r.Manifest != nil && shrink(r.Manifest):
+		case r.Manifest != nil && ShrinkKeyspaces(&r.Manifest.Keyspaces):
 			r.Manifest.Truncated = true
 		case r.Message != "":
 			r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
@@ -118,14 +118,17 @@ func encodedLen(s string) int {
 	return len(b) - 2
 }
 
-// shrink removes one thing from m, least useful first: the tails of
+// ShrinkKeyspaces removes one thing from *keyspaces, least useful first
+// (a report that carries the counter's keyspaces, as the rehearsal's
+// does, is cut to fit the same way): the tails of
 // TopNamespaces (down to 3) and Resources (down to 8) of the keyspace
 // with the longest list, then whole NamespaceNames lists (never a part:
 // a part would read as namespaces gone), last keyspace first, then the
 // rest of those lists, then whole keyspaces from the end. It returns false
-// when nothing is left to remove.
-func shrink(m *backupsv1alpha1.BackupManifest) bool {
-	ks := m.Keyspaces
+// when nothing is left to remove. The lists it cuts are copied, so the
+// caller's are untouched; copy the keyspaces slice itself before.
+func ShrinkKeyspaces(keyspaces *[]backupsv1alpha1.KeyspaceManifest) bool {
+	ks := *keyspaces
 	longest := func(list func(k *backupsv1alpha1.KeyspaceManifest) int, floor int) int {
 		best := -1
 		for i := range ks {
@@ -160,7 +163,7 @@ func shrink(m *backupsv1alpha1.BackupManifest) bool {
 		return true
 	}
 	if len(ks) > 0 {
-		m.Keyspaces = ks[:len(ks)-1]
+		*keyspaces = ks[:len(ks)-1]
 		return true
 	}
 	return false
@@ -235,7 +238,7 @@ func checkManifest(m *backupsv1alpha1.BackupManifest) error {
 	}
 	var objects int64
 	for _, k := range m.Keyspaces {
-		if err := checkKeyspace(k); err != nil {
+		if err := CheckKeyspace(k); err != nil {
 			return fmt.Errorf("keyspace %.63q: %w", k.Prefix, err)
 		}
 		objects += k.Objects
@@ -246,7 +249,9 @@ func checkManifest(m *backupsv1alpha1.BackupManifest) error {
 	return nil
 }
 
-func checkKeyspace(k backupsv1alpha1.KeyspaceManifest) error {
+// CheckKeyspace refuses a keyspace no Counter produces: beyond the
+// manifest's bounds, or with counts that contradict each other.
+func CheckKeyspace(k backupsv1alpha1.KeyspaceManifest) error {
 	switch {
 	case !validName(k.Prefix) || !strings.HasPrefix(k.Prefix, "/"):
 		return fmt.Errorf("prefix is not a bounded path segment")
