@@ -15,13 +15,16 @@ package rehearsal
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
@@ -74,11 +77,11 @@ type Reconciler struct {
 	Now func() time.Time
 
 	// censuses are the live counts read when each rehearsal started, by
-	// RestoreJob UID; a restarted driver counts again at the end.
+	// memoKey; a restarted driver counts again at the end.
 	mu       sync.Mutex
 	censuses map[string]liverevision.Census
-	// made are the Jobs this process created, by RestoreJob UID, until
-	// the cache shows them.
+	// made are the Jobs this process created, by memoKey, until the
+	// cache shows them.
 	made map[string]*batchv1.Job
 }
 
@@ -116,6 +119,30 @@ func (r *Reconciler) keepCensus(uid string, c liverevision.Census) {
 		r.censuses = map[string]liverevision.Census{}
 	}
 	r.censuses[uid] = c
+}
+
+// memoKey is what the process keeps a dry run's census and Job under: its
+// namespace and name, which a deleted RestoreJob's last reconcile still
+// knows, and its UID, so a new RestoreJob of the same name starts afresh.
+func memoKey(rj *backupsv1alpha1.RestoreJob) string {
+	return rj.Namespace + "/" + rj.Name + "/" + string(rj.UID)
+}
+
+// forgetName forgets every dry run kept under the name of nn.
+func (r *Reconciler) forgetName(nn types.NamespacedName) {
+	prefix := nn.Namespace + "/" + nn.Name + "/"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.censuses {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.censuses, k)
+		}
+	}
+	for k := range r.made {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.made, k)
+		}
+	}
 }
 
 func (r *Reconciler) forget(uid string) {

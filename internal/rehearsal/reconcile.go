@@ -32,9 +32,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	log := logr.FromContextOrDiscard(ctx)
 	rj := &backupsv1alpha1.RestoreJob{}
 	if err := r.Reader.Get(ctx, req.NamespacedName, rj); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted mid-run (a dry run holds no finalizer): what this
+			// process kept for it goes too.
+			r.forgetName(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	uid := string(rj.UID)
+	uid := memoKey(rj)
 	if !restore.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
 		r.forget(uid)
 		return ctrl.Result{}, nil

@@ -258,7 +258,7 @@ func TestRestartedDriverFindsItsJobAgain(t *testing.T) {
 	}).WithTimeout(time.Minute).Should(Equal(1))
 	rj := &backupsv1alpha1.RestoreJob{}
 	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)).To(Succeed())
-	testReconciler.forget(string(rj.UID))
+	testReconciler.forget(memoKey(rj))
 	held.Delete(ns)
 
 	rj = waitEnd(t, ns, "rehearse")
@@ -267,4 +267,33 @@ func TestRestartedDriverFindsItsJobAgain(t *testing.T) {
 	g.Expect(rj.Status.Message).To(ContainSubstring("read again after a driver restart"))
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1), "no second Job")
+}
+
+// A dry run deleted while its Job runs (it holds no finalizer) leaves
+// nothing in the driver's memory: its live counts can be a whole
+// cluster's.
+func TestADeletedDryRunIsForgotten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	held.Store(ns, true)
+	deployApp(t, ns)
+	cli := liveEtcd(t, ns)
+	b, _ := backupOf(t, ns, "nightly", cli)
+	create(t, b)
+	create(t, dryRun(ns, "rehearse", "nightly"))
+	var jobs batchv1.JobList
+	g.Eventually(func() int {
+		_ = k.List(ctx, &jobs, client.InNamespace(ns))
+		return len(jobs.Items)
+	}).WithTimeout(time.Minute).Should(Equal(1))
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)).To(Succeed())
+	key := memoKey(rj)
+	g.Eventually(func() bool { return testReconciler.madeJob(key) != nil }).WithTimeout(30 * time.Second).Should(BeTrue())
+	g.Expect(k.Delete(ctx, rj)).To(Succeed())
+	g.Eventually(func() bool {
+		_, counted := testReconciler.census(key)
+		return counted || testReconciler.madeJob(key) != nil
+	}).WithTimeout(30 * time.Second).Should(BeFalse())
 }
