@@ -210,7 +210,13 @@ func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (reh
 		if st.Name != rehearsaljob.ContainerName || st.State.Terminated == nil {
 			continue
 		}
-		return rehearse.ParseReport(st.State.Terminated.Message)
+		rep, err := rehearse.ParseReport(st.State.Terminated.Message)
+		if err == nil && int32(rep.ExitCode()) != st.State.Terminated.ExitCode {
+			// As inspectjob.ReportOf: a report that disagrees with how
+			// its container ended is not the binary's.
+			err = fmt.Errorf("Pod %s exited %d but its report says %s", newest.Name, st.State.Terminated.ExitCode, rep.Outcome)
+		}
+		return rep, err
 	}
 	return rehearse.Report{}, fmt.Errorf("Pod %s has not ended", newest.Name)
 }
