@@ -13,8 +13,8 @@ import (
 )
 
 // The pieces every Job the driver runs in a tenant's namespace shares
-// (staging, and a Backup's inspection: internal/inspectjob), so the two
-// stay hardened alike.
+// (staging, a Backup's inspection in internal/inspectjob, a dry run's
+// rehearsal in internal/rehearsaljob), so they stay hardened alike.
 
 // RandomName is prefix and 12 random characters (60 bits): a name no one
 // can guess, so a tenant cannot create the object first.
