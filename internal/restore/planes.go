@@ -34,7 +34,7 @@ const restartPoll = 3 * time.Second
 // fenced by this job and Kamaji enforces it, or when there is nothing to
 // fence; otherwise the step (fence, or wait for Kamaji).
 func decideFence(o *observation) (decision, bool) {
-	if !o.opts.fence() || len(o.planes.Items) == 0 {
+	if !o.opts.Fences() || len(o.planes.Items) == 0 {
 		return decision{}, true
 	}
 	for i := range o.planes.Items {
@@ -114,7 +114,7 @@ func setPlaneMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, he
 	case len(fenced) == 0 && cur != nil && cur.Status == metav1.ConditionTrue && decidedOutcome(o):
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionFalse, backupsv1alpha1.ReasonFenceLifted,
 			"the fence is lifted: the control planes have the write permissions they had before the restore")
-	case cur == nil && heldByUs && !o.opts.fence():
+	case cur == nil && heldByUs && !o.opts.Fences():
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionFalse, backupsv1alpha1.ReasonFenceDisabled,
 			"spec.options.fenceControlPlanes is false: Kamaji control planes storing in this etcd keep serving and writing during the restore")
 	case cur == nil && heldByUs && len(o.planes.Items) == 0:
