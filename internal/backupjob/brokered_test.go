@@ -34,13 +34,17 @@ func TestBrokeredBackupAndDeletionOnMinIO(t *testing.T) {
 	t.Cleanup(func() { _ = server.Stop() })
 	root, err := testenv.S3Client(server.Endpoint, server.RootUser, server.RootPassword)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	const bucket = "etcd-backups"
+	// A bucket no other strategy of the suite names: one of them has a
+	// templated endpoint and a key that starts with an action, which may
+	// write into any tenant's prefix of its bucket on any service (the
+	// broker refuses such a tenant, ErrOverlappingScopes).
+	const bucket = "brokered-backups"
 	w.g.Expect(root.MakeBucket(w.ctx, bucket, minio.MakeBucketOptions{})).To(Succeed())
 
 	admin := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: testenv.DriverNamespace, Name: "platform-s3-" + w.strategy},
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": server.RootUser, "AWS_SECRET_ACCESS_KEY": server.RootPassword}}
 	s3 := w.s3Template()
-	s3.Endpoint, s3.Region = server.Endpoint, "us-east-1"
+	s3.Bucket, s3.Endpoint, s3.Region = bucket, server.Endpoint, "us-east-1"
 	s3.CredentialsSecretRef.Name = "shared-key-nobody-made"
 	strategy := w.strategyObj(s3)
 	strategy.Spec.CredentialBroker = &strategyv1alpha1.EtcdCredentialBroker{

@@ -75,7 +75,7 @@ func TestFindMatchesOnlyThisEtcd(t *testing.T) {
 	forged.Annotations = map[string]string{backupsv1alpha1.FencedByAnnotation: "uid-1"}
 	objs = append(objs, stale, forged)
 	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
-	got, err := Find(context.Background(), c, &Sharing{}, c, "tenant-a", "uid-1")
+	got, err := Find(context.Background(), c, &Sharing{}, c, "tenant-a", "uid-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,12 +84,53 @@ func TestFindMatchesOnlyThisEtcd(t *testing.T) {
 		t.Fatalf("found %v, want %v", names, want)
 	}
 	// Without a way to read namespaces, only the tenant's own.
-	got, err = Find(context.Background(), c, nil, nil, "tenant-a", "uid-1")
+	got, err = Find(context.Background(), c, nil, nil, "tenant-a", "uid-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if names := got.Names(); !slices.Equal(names, []string{"tenant-a/by-spec"}) {
 		t.Fatalf("found %v without namespace reads", names)
+	}
+}
+
+// With a record, what the restore fenced is what the record holds: found
+// wherever its namespace's label says it now belongs, while a control
+// plane carrying the fence annotation that the record does not hold (the
+// annotation is on the tenant's object) is neither found for it nor taken
+// as fenced by it; one re-created under a recorded name is not the one
+// recorded.
+func TestARecordedFenceIsFoundWhateverTheLabelsSay(t *testing.T) {
+	fenced := func(t0 *kamajiv1alpha1.TenantControlPlane, uid types.UID) *kamajiv1alpha1.TenantControlPlane {
+		t0.Annotations = map[string]string{backupsv1alpha1.FencedByAnnotation: "uid-1"}
+		t0.UID = uid
+		return t0
+	}
+	objs := []client.Object{
+		&kamajiv1alpha1.DataStore{ObjectMeta: metav1.ObjectMeta{Name: "tenant-a"},
+			Spec: kamajiv1alpha1.DataStoreSpec{Driver: "etcd", Endpoints: []string{"etcd-client.tenant-a.svc:2379"}}},
+		// The child lost its label after the fence; the late one gained it.
+		namespace("child", ""), namespace("late", "tenant-a"), namespace("other", ""),
+		fenced(tcp("tenant-a", "own", "tenant-a"), "u-own"),
+		fenced(tcp("child", "cp", "tenant-a"), "u-child"),
+		tcp("late", "cp", "tenant-a"),
+		fenced(tcp("other", "forged", "elsewhere"), "u-forged"),
+		fenced(tcp("child", "recreated", "tenant-a"), "u-new"),
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	rec := &Record{Planes: []Ref{{"tenant-a", "own", "u-own"}, {"child", "cp", "u-child"}, {"child", "recreated", "u-old"}}}
+	got, err := Find(context.Background(), c, &Sharing{}, c, "tenant-a", "uid-1", rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := got.Names(); !slices.Equal(names, []string{"child/cp", "late/cp", "tenant-a/own"}) {
+		t.Fatalf("found %v", names)
+	}
+	var lifted []string
+	for _, x := range got.FencedBy("uid-1") {
+		lifted = append(lifted, Key(x))
+	}
+	if !slices.Equal(lifted, []string{"child/cp", "tenant-a/own"}) {
+		t.Fatalf("fenced by the restore: %v", lifted)
 	}
 }
 

@@ -43,7 +43,27 @@ type Planes struct {
 	// Items are the TenantControlPlanes that store in it, or that a
 	// restore fenced, sorted by namespace/name.
 	Items []kamajiv1alpha1.TenantControlPlane
+	// record is what the restore wrote down it fences (nil when nothing).
+	record *Record
 }
+
+// FencedBy returns the control planes restore uid fenced: those its record
+// holds that still carry its fence. A restore that fenced before records
+// were kept (a driver upgraded mid-restore) has none: then those found
+// carrying its fence.
+func (p Planes) FencedBy(uid types.UID) []*kamajiv1alpha1.TenantControlPlane {
+	var out []*kamajiv1alpha1.TenantControlPlane
+	for i := range p.Items {
+		if t := &p.Items[i]; FencedBy(t) == uid && (p.record == nil || p.record.has(t)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Recorded reports whether the restore wrote down any fence (its record
+// exists).
+func (p Planes) Recorded() bool { return p.record != nil }
 
 // Names lists the control planes as namespace/name.
 func (p Planes) Names() []string {
@@ -58,20 +78,22 @@ func (p Planes) Names() []string {
 func Key(t *kamajiv1alpha1.TenantControlPlane) string { return t.Namespace + "/" + t.Name }
 
 // Find returns the control planes that store in the etcd of namespace ns:
-// those a DataStore pointing at it lists as users, those whose spec or
-// status names such a DataStore, and any that the restore uid fenced
-// (whatever it points at now, so a fence is always found to be lifted),
-// each only when its namespace shares that etcd (ns itself, or one
-// sharing labels as using it; namespaces are read through live). A
-// control plane of any other namespace is never returned, so a tenant
-// cannot put its own into another tenant's restore: naming a DataStore is
-// not enough.
-func Find(ctx context.Context, r client.Reader, sharing *Sharing, live client.Reader, ns string, uid types.UID) (Planes, error) {
+// those a DataStore pointing at it lists as users, and those whose spec or
+// status names such a DataStore, each only when its namespace shares that
+// etcd (ns itself, or one sharing labels as using it; namespaces are read
+// through live). A control plane of any other namespace is never found
+// that way, so a tenant cannot put its own into another tenant's restore:
+// naming a DataStore is not enough. Besides, it returns every control
+// plane rec (the restore's record, read from the driver's namespace; nil
+// when it has none) holds, wherever it is and whatever its namespace says
+// now, so what the restore fenced is always found to be lifted; without a
+// record, those the restore uid fenced that the same test finds.
+func Find(ctx context.Context, r client.Reader, sharing *Sharing, live client.Reader, ns string, uid types.UID, rec *Record) (Planes, error) {
 	var stores kamajiv1alpha1.DataStoreList
 	if err := r.List(ctx, &stores); err != nil {
 		return Planes{}, fmt.Errorf("list Kamaji DataStores: %w", err)
 	}
-	var out Planes
+	out := Planes{record: rec}
 	users := map[string]bool{}
 	for i := range stores.Items {
 		ds := &stores.Items[i]
@@ -89,9 +111,13 @@ func Find(ctx context.Context, r client.Reader, sharing *Sharing, live client.Re
 	}
 	for i := range tcps.Items {
 		t := &tcps.Items[i]
+		if rec.has(t) {
+			out.Items = append(out.Items, *t)
+			continue
+		}
 		uses := users[Key(t)] || slices.Contains(out.DataStores, t.Spec.DataStore) ||
 			slices.Contains(out.DataStores, t.Status.Storage.DataStoreName)
-		if !uses && (uid == "" || FencedBy(t) != uid) {
+		if !uses && (uid == "" || rec != nil || FencedBy(t) != uid) {
 			continue
 		}
 		ok, err := sharing.Shares(ctx, live, t.Namespace, ns)

@@ -35,6 +35,9 @@ const sharingCap = 4096
 // namespaces whose control planes name the restored etcd's DataStore are
 // read at all). The zero value is ready to use.
 type Sharing struct {
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
 	mu   sync.Mutex
 	seen map[string]sharingEntry
 }
@@ -55,6 +58,9 @@ func (s *Sharing) Shares(ctx context.Context, r client.Reader, planeNS, etcdNS s
 		return false, nil
 	}
 	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
 	s.mu.Lock()
 	e, ok := s.seen[planeNS]
 	s.mu.Unlock()

@@ -76,10 +76,17 @@ var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
 // Secret holds back from the provider and keeps it only when it is sound
 // (its owner's parent, the broker's mark, its own policy exactly the
 // tenant's scope, not retiring); otherwise it issues a new one (deleting
-// at once a key that lost its scope). It rotates nothing: Sweep does.
+// at once a key that lost its scope). A tenant whose prefix may hold
+// another strategy's objects gets nothing, not even the key it holds
+// (ErrOverlappingScopes). It rotates nothing: Sweep does.
 func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error) {
 	if !strategy.DeletionTimestamp.IsZero() {
 		return "", fmt.Errorf("%w: %q", ErrStrategyDeleting, strategy.Name)
+	}
+	// Refused before a held key is handed out too: the key may predate the
+	// strategy its prefix now overlaps (the sweep deletes it).
+	if err := b.refuseOverlap(ctx, strategy, namespace); err != nil {
+		return "", err
 	}
 	name := SecretName(strategy.Name)
 	scope := ScopeOf(strategy, namespace)

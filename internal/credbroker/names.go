@@ -66,11 +66,7 @@ func OwnerOf(strategy, namespace string) Owner {
 
 // ScopeOf is what strategy's key in namespace reaches.
 func ScopeOf(strategy *strategyv1alpha1.Etcd, namespace string) Scope {
-	s := Scope{Prefix: strategy.Spec.CredentialBroker.PrefixRoot + namespace + "/"}
-	if d := strategy.Spec.Template.Destination.S3; d != nil {
-		s.Bucket = d.Bucket
-	}
-	return s
+	return placementOf(strategy).scope(namespace)
 }
 
 // Within reports whether an object key lies in the scope.

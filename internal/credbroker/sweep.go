@@ -42,7 +42,7 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	if err != nil {
 		return 0, err
 	}
-	all, err := b.strategies(ctx)
+	all, err := b.placements(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -51,8 +51,8 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 	for _, h := range holdings {
 		h.Owner.Namespace = owners[h.Owner.Name]
 		if ns := h.Owner.Namespace; ns != "" {
-			if other := shadowing(ScopeOf(strategy, ns), strategy.Name, all); other != nil {
-				log.FromContext(ctx).Info("deleting the tenant keys whose prefix holds another strategy's tenants", "namespace", ns, "other", other.Name)
+			if other, _ := overlapping(placementOf(strategy), ns, all); other != nil {
+				log.FromContext(ctx).Info("deleting the tenant keys whose prefix may hold another strategy's objects", "namespace", ns, "other", other.Strategy)
 				keysDeleted.WithLabelValues(strategy.Name, whyOverlaps).Add(float64(len(h.Keys)))
 				h.Owner.Namespace = "" // removed as if its namespace were gone
 			}

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
@@ -118,6 +119,54 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl-b")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	_, err = getObject(w.ctx, s3As(young.tenantKey("ovl-b")), own, "tnt/ovl-b/etcd/s.db")
+	w.g.Expect(err).NotTo(HaveOccurred())
+}
+
+// A strategy that brokers no keys, on the bucket of a brokered one, writes
+// every tenant's snapshots under its key's literal start "nbo-shared/": the
+// brokered strategy's namespace "nbo-shared" (root "") would get exactly
+// that prefix, and so every snapshot of the other strategy. It gets no
+// key, whichever strategy came first; the sweep deletes the key it had;
+// the brokered strategy's other tenants go on.
+func TestATenantPrefixHoldingANonBrokeredStrategysObjectsIsRefused(t *testing.T) {
+	const own = "nonbrokered" // a bucket of its own: the plain strategy overlaps nothing else
+	w := newWorld(t, "nbo-brokered", "nbo-shared", "nbo-other")
+	w.g.Expect(s3As(rootKey()).MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
+	w.strategy.Spec.Template.Destination.S3.Bucket = own
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
+	_, err := w.broker.Ensure(w.ctx, w.strategy, "nbo-shared")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	before := w.tenantKey("nbo-shared")
+
+	// The platform adds a strategy with a shared key copied to its
+	// tenants; one of them backs up.
+	plain := &strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "nbo-plain"}, Spec: strategyv1alpha1.EtcdSpec{
+		AllowHTTPEndpoint: true,
+		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+			Bucket: own, Endpoint: server.Endpoint, Key: "nbo-shared/{{ .Application.metadata.namespace }}/",
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "shared-key"},
+		}}},
+	}}
+	w.g.Expect(env.Client.Create(w.ctx, plain)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(w.ctx, plain) })
+	const victims = "nbo-shared/victim/etcd-20260101.db"
+	_, err = s3As(rootKey()).PutObject(w.ctx, own, victims, strings.NewReader("secret"), 6, minio.PutObjectOptions{})
+	w.g.Expect(err).NotTo(HaveOccurred())
+
+	_, err = w.broker.Ensure(w.ctx, w.strategy, "nbo-shared")
+	w.g.Expect(err).To(MatchError(credbroker.ErrOverlappingScopes))
+	w.g.Expect(err.Error()).To(ContainSubstring(`"nbo-plain"`))
+	_, err = w.broker.Sweep(w.ctx, w.strategy)
+	w.g.Expect(err).NotTo(HaveOccurred())
+	_, err = rootAdmin(w).InfoServiceAccount(w.ctx, before.AccessKeyID)
+	w.g.Expect(brokerminio.IsNotFound(err)).To(BeTrue(), "the sweep left the key whose prefix holds the plain strategy's snapshots: %v", err)
+	_, err = getObject(w.ctx, s3As(w.tenantKey("nbo-shared")), own, victims)
+	w.g.Expect(err).To(HaveOccurred(), "brokered tenant nbo-shared reads another tenant's snapshot of the plain strategy")
+
+	// A prefix neither starts nor is started by "nbo-shared/" goes on.
+	_, err = w.broker.Ensure(w.ctx, w.strategy, "nbo-other")
+	w.g.Expect(err).NotTo(HaveOccurred())
+	_, err = s3As(w.tenantKey("nbo-other")).PutObject(w.ctx, own, "nbo-other/etcd/probe.db", strings.NewReader("probe"), 5, minio.PutObjectOptions{})
 	w.g.Expect(err).NotTo(HaveOccurred())
 }
 

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // manifest is a small manifest of one /registry keyspace.
@@ -177,7 +178,7 @@ func TestRestoreDryRunCreatesARehearsal(t *testing.T) {
 	var job backupsv1alpha1.RestoreJob
 	g.Expect(c.Get(t.Context(), client.ObjectKey{Namespace: "tenant-a", Name: "r"}, &job)).To(Succeed())
 	g.Expect(string(job.Spec.Options.Raw)).To(MatchJSON(`{"dryRun": true}`))
-	g.Expect(isDryRun(&job)).To(BeTrue())
+	g.Expect(restoreoptions.Asks(&job)).To(Equal(restoreoptions.DryRun))
 
 	g.Expect(e.run("restore", "etcd", "-n", "tenant-a", "--latest", "--dry-run", "--safety-snapshot", "false")).
 		To(MatchError(ContainSubstring("--safety-snapshot does not apply to --dry-run")))

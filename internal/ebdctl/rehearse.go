@@ -1,29 +1,12 @@
 package ebdctl
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 )
-
-// dryRunOption is the RestoreJob option that makes it a rehearsal.
-const dryRunOption = "dryRun"
-
-// isDryRun reports whether job asks for a rehearsal (options dryRun: true).
-func isDryRun(job *backupsv1alpha1.RestoreJob) bool {
-	if job.Spec.Options == nil || len(job.Spec.Options.Raw) == 0 {
-		return false
-	}
-	var opts map[string]json.RawMessage
-	if json.Unmarshal(job.Spec.Options.Raw, &opts) != nil {
-		return false
-	}
-	var on bool
-	return json.Unmarshal(opts[dryRunOption], &on) == nil && on
-}
 
 // rehearsalResult prints how a dry-run RestoreJob ended and its report.
 func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {

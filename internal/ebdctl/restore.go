@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 type restoreOptions struct {
@@ -112,8 +113,7 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 		return usagef("--safety-snapshot must be true or false, not %q", o.safetySnapshot)
 	}
 	if o.dryRun {
-		raw, _ := json.Marshal(map[string]bool{dryRunOption: true})
-		job.Spec.Options = &runtime.RawExtension{Raw: raw}
+		job.Spec.Options = restoreoptions.DryRunOptions()
 	}
 	if err := c.Create(ctx, job); err != nil {
 		return fmt.Errorf("create RestoreJob: %w", err)
@@ -269,7 +269,7 @@ func viewCondition(c metav1.Condition) conditionView {
 }
 
 func (e *env) restoreResult(job *backupsv1alpha1.RestoreJob, app, safety string) error {
-	if isDryRun(job) {
+	if restoreoptions.IsDryRun(job) {
 		return e.rehearsalResult(job)
 	}
 	out := e.streams.Out

@@ -70,7 +70,7 @@ func byObject(ns string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: own,
 			Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-		&corev1.ConfigMap{}:             {Namespaces: own, Label: labels.SelectorFromSet(restore.CaptureLabels())},
+		&corev1.ConfigMap{}:             {Namespaces: own, Label: restore.ConfigMapSelector()},
 		&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
 		&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
 		&helmv2.HelmRelease{}:           {Field: byName, Transform: cachetrim.HelmRelease},

@@ -2,7 +2,6 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,13 +11,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -188,7 +187,6 @@ func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan,
 // newDrill is the dry-run RestoreJob of backup for plan's drill at due.
 func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due time.Time) *backupsv1alpha1.RestoreJob {
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
-	raw, _ := json.Marshal(map[string]bool{"dryRun": true})
 	return &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: plan.Namespace,
@@ -202,7 +200,7 @@ func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due ti
 		},
 		Spec: backupsv1alpha1.RestoreJobSpec{
 			BackupRef: backupsv1alpha1.LocalObjectReference{Name: backup.Name},
-			Options:   &runtime.RawExtension{Raw: raw},
+			Options:   restoreoptions.DryRunOptions(),
 		},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -40,7 +41,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	uid := memoKey(rj)
-	if !restore.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
+	if !restoreoptions.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
 		r.forget(uid)
 		return ctrl.Result{}, nil
 	}

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // SetupWithManager wires the watches: a dry run is woken by its
@@ -40,7 +40,7 @@ func (r *Reconciler) dryRunsOf(c client.Reader) handler.MapFunc {
 		var out []reconcile.Request
 		for i := range list.Items {
 			rj := &list.Items[i]
-			if rj.Spec.BackupRef.Name == obj.GetName() && !rj.Status.Phase.IsTerminal() && restore.IsDryRun(rj) {
+			if rj.Spec.BackupRef.Name == obj.GetName() && !rj.Status.Phase.IsTerminal() && restoreoptions.IsDryRun(rj) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rj)})
 			}
 		}

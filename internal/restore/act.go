@@ -17,6 +17,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -71,6 +72,10 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 			if err := r.settleStaging(ctx, o); err != nil {
 				return err
 			}
+		}
+		// The fence record goes once nothing it holds is fenced.
+		if _, err := cpfence.DropRecord(ctx, r.Client, o.planes, o.job.UID); err != nil {
+			return err
 		}
 		r.made.forget(o.job.UID)
 		r.madeJob.forget(o.job.UID)

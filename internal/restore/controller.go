@@ -30,6 +30,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
@@ -112,6 +113,8 @@ type Reconciler struct {
 	resumes resumes
 	// creds holds the credentials read before a claim for its check.
 	creds heldCreds
+	// told holds which ignored changes of dryRun an Event told.
+	told restoreoptions.Told
 	// sharing remembers which namespaces share which tenant's etcd (the
 	// control planes a restore may fence).
 	sharing cpfence.Sharing
@@ -158,6 +161,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	d := decide(o, r.Deadline)
 	log.V(1).Info("restore step", "state", d.state, "reason", d.reason)
+	if d.state == stateIgnore {
+		r.tellDryRunKept(o)
+	}
 	wrote, err := r.report(ctx, o, d)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -13,6 +13,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -64,7 +65,7 @@ func TestHeldKeyRefusedIsReadAgain(t *testing.T) {
 	policy, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)
 	g.Expect(err).NotTo(HaveOccurred())
 	r := &Reconciler{LiveReader: k, Policy: policy}
-	o := &observation{now: time.Now(), backup: b, source: src, opts: jobOptions{Verify: VerifySize},
+	o := &observation{now: time.Now(), backup: b, source: src, opts: restoreoptions.Options{Verify: restoreoptions.VerifySize},
 		job: &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore", UID: types.UID("job-" + ns)}}}
 
 	r.creds.hold(o.job.UID, testSecret, s3object.Credentials{AccessKeyID: s3Creds.AccessKeyID, SecretAccessKey: "rotated-away"}, o.now)

@@ -309,6 +309,74 @@ func TestForeignControlPlaneIsNotFenced(t *testing.T) {
 	g.Expect(restarted.Message).To(ContainSubstring(a + "/tenant-k8s"))
 }
 
+// A fence is lifted by what the restore recorded when it fenced, not by a
+// fresh search (issue 37, item 12): between the fence and the lift, the
+// namespace of a fenced child control plane loses the sharing label
+// (namespace.cozystack.io/etcd), and another namespace, whose control plane
+// names the same DataStore, gains it. Every control plane fenced is
+// restarted and lifted; the one never fenced is not touched.
+func TestFenceIsLiftedByItsRecordWhateverTheLabelsSayNow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := newNamespace(t)
+	deployApp(t, a, appOpts{})
+	own := withControlPlane(t, a)
+	op := startOperator(t, a)
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = true })
+	label := func(ns, etcd string) {
+		n := &corev1.Namespace{}
+		g.Expect(k.Get(ctx, client.ObjectKey{Name: ns}, n)).To(Succeed())
+		n.Labels = map[string]string{}
+		if etcd != "" {
+			n.Labels[cpfence.EtcdNamespaceLabel] = etcd
+		}
+		g.Expect(k.Update(ctx, n)).To(Succeed())
+	}
+	child, late := newNamespace(t), newNamespace(t)
+	label(child, a)
+	for _, ns := range []string{child, late} {
+		tcp := kamajistandin.TenantControlPlane(ns, "tenant-k8s", a)
+		g.Expect(unstructured.SetNestedField(tcp.Object, true, "spec", "writePermissions", "blockUpdate")).To(Succeed())
+		g.Expect(k.Create(ctx, tcp)).To(Succeed())
+		startOperator(t, ns) // plays Kamaji there
+	}
+	g.Expect(k.Create(ctx, ourBackup(a, "nightly", "nightly-relabel"))).To(Succeed())
+	g.Expect(k.Create(ctx, newRestoreJob(a, "restore", "nightly", ""))).To(Succeed())
+
+	rj := waitReason(t, a, "restore", backupsv1alpha1.ReasonStaging)
+	for _, ns := range []string{a, child} {
+		g.Expect(getTCP(g, ns).Annotations).To(HaveKeyWithValue(backupsv1alpha1.FencedByAnnotation, string(rj.UID)), "%s fenced", ns)
+	}
+	lateBefore := getTCP(g, late)
+	g.Expect(lateBefore.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation))
+
+	// The labels change; the driver reads them again past its minute.
+	label(child, "")
+	label(late, a)
+	sharingSkew.Add(int64(2 * time.Minute))
+	op.Set(func(op *testenv.Operator) { op.HoldStaging = false })
+
+	rj = waitPhase(t, a, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
+	for ns, prior := range map[string]kamajiv1alpha1.WritePermissions{a: own.Spec.WritePermissions, child: {BlockUpdate: true}} {
+		cur := getTCP(g, ns)
+		g.Expect(cur.Spec.WritePermissions).To(Equal(prior), "%s lifted to its prior permissions", ns)
+		g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.FencedByAnnotation), "%s lifted", ns)
+		g.Expect(cur.Annotations).NotTo(HaveKey(backupsv1alpha1.PriorWritePermissionsAnnotation), "%s lifted", ns)
+	}
+	restarted := condition(rj, backupsv1alpha1.RestoreConditionControlPlanesRestarted)
+	g.Expect(restarted).NotTo(BeNil())
+	g.Expect(restarted.Message).To(And(ContainSubstring(a+"/tenant-k8s"), ContainSubstring(child+"/tenant-k8s")))
+	g.Expect(restarted.Message).NotTo(ContainSubstring(late))
+	lateAfter := getTCP(g, late)
+	g.Expect(lateAfter.Spec).To(Equal(lateBefore.Spec), "the control plane never fenced was changed")
+	g.Expect(lateAfter.Annotations).To(Equal(lateBefore.Annotations))
+	g.Expect(writes.of(late)).To(BeEmpty(), "the driver wrote in the namespace it never fenced")
+	// The record goes with the restore.
+	var records corev1.ConfigMapList
+	g.Expect(k.List(ctx, &records, client.InNamespace(testenv.DriverNamespace), client.MatchingLabels{backupsv1alpha1.RestoreJobUIDLabel: string(rj.UID)})).To(Succeed())
+	g.Expect(records.Items).To(BeEmpty(), "what the restore kept in the driver's namespace outlives it")
+}
+
 // The staging Job uses plain http only where the Backup's Etcd strategy
 // allows it (spec.allowHTTPEndpoint): it used to be allowed always. A
 // Backup at an http endpoint whose strategy does not allow http is refused

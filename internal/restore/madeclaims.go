@@ -58,7 +58,7 @@ func (c *madeClaims) uidOf(job types.UID) types.UID {
 // settles: the restore may have made a staging claim (it took its claim
 // with the revision to raise, or its Job is there).
 func settles(o *observation) bool {
-	return o.staging != nil || (o.opts.bumpRevision() && o.job.Status.StartedAt != nil)
+	return o.staging != nil || (o.opts.BumpsRevision() && o.job.Status.StartedAt != nil)
 }
 
 // settleStaging hands the staging claim to the cluster that boots from it

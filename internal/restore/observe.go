@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // clusterName is the EtcdCluster every etcd application renders.
@@ -52,7 +53,7 @@ type observation struct {
 	// driverNS is the driver's namespace, where captures and claims live.
 	driverNS string
 
-	opts    jobOptions
+	opts    restoreoptions.Options
 	optsErr error
 
 	// backup is nil when it does not exist.
@@ -155,7 +156,7 @@ func (r *Reconciler) observe(ctx context.Context, key client.ObjectKey) (*observ
 	}
 	o.resumedAt = r.resumes.at(o.job.UID)
 	o.created = r.madeCluster.uidOf(o.job.UID)
-	o.opts, o.optsErr = parseOptions(o.job.Spec.Options)
+	o.opts, o.optsErr = restoreoptions.Parse(o.job.Spec.Options)
 	ns := o.job.Namespace
 	o.target = claim.Target{Namespace: ns, Cluster: clusterName}
 

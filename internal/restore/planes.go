@@ -21,9 +21,11 @@ import (
 // before the safety snapshot, so it holds their last write and nothing is
 // written after it; their kube-apiservers are restarted once the restored
 // (or rolled-back) cluster is healthy, and the fence is lifted on every
-// way out. The fence is recorded on each TenantControlPlane (internal/
-// cpfence), so a restarted driver finds it, and a deleted RestoreJob lifts
-// it in its hand-back.
+// way out. The control planes fenced are written down in a record in the
+// driver's namespace before the fence, and the fence on each
+// TenantControlPlane (internal/cpfence), so a restarted driver finds them,
+// the hand-back lifts exactly those, and a deleted RestoreJob lifts them
+// in its hand-back.
 
 // restartPoll is how often a restart is looked at: Pods are not watched.
 const restartPoll = 3 * time.Second
@@ -32,7 +34,7 @@ const restartPoll = 3 * time.Second
 // fenced by this job and Kamaji enforces it, or when there is nothing to
 // fence; otherwise the step (fence, or wait for Kamaji).
 func decideFence(o *observation) (decision, bool) {
-	if !o.opts.fence() || len(o.planes.Items) == 0 {
+	if !o.opts.Fences() || len(o.planes.Items) == 0 {
 		return decision{}, true
 	}
 	for i := range o.planes.Items {
@@ -63,15 +65,9 @@ func versionStatus(t *kamajiv1alpha1.TenantControlPlane) string {
 	return "no status yet"
 }
 
-// fencedByUs are the control planes this job fenced.
+// fencedByUs are the control planes this job fenced (by its record).
 func fencedByUs(o *observation) []*kamajiv1alpha1.TenantControlPlane {
-	var out []*kamajiv1alpha1.TenantControlPlane
-	for i := range o.planes.Items {
-		if t := &o.planes.Items[i]; cpfence.FencedBy(t) == o.job.UID {
-			out = append(out, t)
-		}
-	}
-	return out
+	return o.planes.FencedBy(o.job.UID)
 }
 
 // decidePlanesBack is the hand-back of the control planes: restart them on
@@ -118,7 +114,7 @@ func setPlaneMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, he
 	case len(fenced) == 0 && cur != nil && cur.Status == metav1.ConditionTrue && decidedOutcome(o):
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionFalse, backupsv1alpha1.ReasonFenceLifted,
 			"the fence is lifted: the control planes have the write permissions they had before the restore")
-	case cur == nil && heldByUs && !o.opts.fence():
+	case cur == nil && heldByUs && !o.opts.Fences():
 		setCondition(st, backupsv1alpha1.RestoreConditionControlPlanesFenced, metav1.ConditionFalse, backupsv1alpha1.ReasonFenceDisabled,
 			"spec.options.fenceControlPlanes is false: Kamaji control planes storing in this etcd keep serving and writing during the restore")
 	case cur == nil && heldByUs && len(o.planes.Items) == 0:
@@ -167,15 +163,10 @@ func keys(ts []*kamajiv1alpha1.TenantControlPlane) string {
 	return strings.Join(out, ", ")
 }
 
-// fence makes every control plane storing in the etcd read-only.
+// fence makes every control plane storing in the etcd read-only, each
+// written down in the job's record first.
 func (r *Reconciler) fence(ctx context.Context, o *observation) error {
-	for i := range o.planes.Items {
-		t := &o.planes.Items[i]
-		if err := cpfence.Fence(ctx, r.Client, t, o.job.UID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cpfence.FenceAll(ctx, r.Client, r.Namespace, o.job, o.planes)
 }
 
 // restartPlanes restarts the kube-apiservers of the fenced control planes
@@ -223,7 +214,11 @@ func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
 		}
 		return nil
 	}
-	planes, err := cpfence.Find(ctx, r.Reader, &r.sharing, r.LiveReader, o.job.Namespace, o.job.UID)
+	rec, err := cpfence.ReadRecord(ctx, r.Reader, r.Namespace, o.job)
+	if err != nil {
+		return err
+	}
+	planes, err := cpfence.Find(ctx, r.Reader, &r.sharing, r.LiveReader, o.job.Namespace, o.job.UID, rec)
 	if meta.IsNoMatchError(err) {
 		return nil
 	}
@@ -234,11 +229,7 @@ func (r *Reconciler) observePlanes(ctx context.Context, o *observation) error {
 	if !decidedOutcome(o) {
 		return nil
 	}
-	for i := range planes.Items {
-		t := &planes.Items[i]
-		if cpfence.FencedBy(t) != o.job.UID {
-			continue
-		}
+	for _, t := range planes.FencedBy(o.job.UID) {
 		var pods corev1.PodList
 		if err := r.LiveReader.List(ctx, &pods, client.InNamespace(t.Namespace), cpfence.PodLabels(t.Name)); err != nil {
 			return fmt.Errorf("list the Pods of control plane %s: %w", cpfence.Key(t), err)

@@ -67,7 +67,7 @@ func preflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 		return backupsv1alpha1.ReasonCredentialsUnavailable, o.credsErr.Error() +
 			"; the restore reads the snapshot with these credentials (and so does the etcd-operator)"
 	}
-	if o.opts.bumpRevision() && o.stagingImage == "" {
+	if o.opts.BumpsRevision() && o.stagingImage == "" {
 		return backupsv1alpha1.ReasonNoStagingImage, "raising the restored etcd's revision needs the staging Job's image, and the driver has none " +
 			"(--staging-image, or $STAGING_IMAGE, which the chart sets): install the driver with it, or set spec.options.bumpRevision: false " +
 			"to restore without it (Kubernetes clients of this etcd are then not told to relist)"
@@ -105,7 +105,7 @@ func clusterPreflight(o *observation) (backupsv1alpha1.RestoreReason, string) {
 	if msg := versionProblem(o, c); msg != "" {
 		return backupsv1alpha1.ReasonEtcdVersionTooOld, msg
 	}
-	if o.cluster != nil && !available(o) && (o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot) {
+	if o.cluster != nil && !available(o) && o.opts.TakesSafetySnapshot() {
 		return backupsv1alpha1.ReasonClusterNotAvailable, fmt.Sprintf(
 			"EtcdCluster %s is not Available (%s), so no safety snapshot of it can be taken and a failed restore could not be undone; "+
 				"to restore without a copy of the current data, set spec.options.safetySnapshot: false", name, memberSummary(c))

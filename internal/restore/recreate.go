@@ -30,7 +30,7 @@ func recreateSource(o *observation) restoreSource {
 func recreatedCluster(o *observation, src restoreSource, deadline time.Time) (*unstructured.Unstructured, error) {
 	obj := o.capture.cluster.DeepCopy()
 	source := map[string]any{}
-	if o.opts.bumpRevision() {
+	if o.opts.BumpsRevision() {
 		p := stagingSource(o)
 		source["pvc"] = map[string]any{"claimName": p.ClaimName, "subPath": p.SubPath}
 	} else {

@@ -7,9 +7,11 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -33,6 +35,10 @@ func (r *Reconciler) report(ctx context.Context, o *observation, d decision) (bo
 	before := o.job.DeepCopy()
 	if err := r.writeStatus(ctx, o, d); err != nil {
 		return false, err
+	}
+	if meta.FindStatusCondition(before.Status.Conditions, backupsv1alpha1.RestoreConditionDryRunChangeIgnored) == nil &&
+		meta.FindStatusCondition(o.job.Status.Conditions, backupsv1alpha1.RestoreConditionDryRunChangeIgnored) != nil {
+		r.event(o, backupsv1alpha1.ReasonDryRunChangeIgnored, restoreoptions.IgnoredChange(restoreoptions.Restore), true)
 	}
 	switch {
 	case d.state == stateConclude:
@@ -104,7 +110,7 @@ func quiet(o *observation, d decision) bool {
 	case (d.state == stateDeleteCluster || d.state == stateWaitPurge) && d.reason == backupsv1alpha1.ReasonPurgingCluster:
 		// Only where the staging's status is the last one written: it
 		// says the purge follows (not, say, WaitingForSnapshots).
-		return capturedLive(o) && o.opts.bumpRevision() && rollbackOf(o.job) == nil && !purged(o.job) &&
+		return capturedLive(o) && o.opts.BumpsRevision() && rollbackOf(o.job) == nil && !purged(o.job) &&
 			readyReason(o.job) == string(backupsv1alpha1.ReasonStaging)
 	case d.state == stateHandOverSnapshot && d.reason == backupsv1alpha1.ReasonSafetyBackupRecorded,
 		d.state == stateCapture && d.reason == backupsv1alpha1.ReasonSpecCaptured,
@@ -154,6 +160,16 @@ func (r *Reconciler) event(o *observation, reason backupsv1alpha1.RestoreReason,
 		kind = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(o.job, nil, kind, string(reason), "Restore", "%s", textlimit.Note(msg))
+}
+
+// tellDryRunKept emits, once per change, the Event of a dry run whose
+// options no longer ask for one: it stays a dry run (decide ignores it),
+// and its status is the rehearsal's.
+func (r *Reconciler) tellDryRunKept(o *observation) {
+	kind, ignored := restoreoptions.KindOf(o.job, restoreRecords(o))
+	if kind == restoreoptions.DryRun && ignored && !o.job.Status.Phase.IsTerminal() && r.told.First(o.job.UID, o.job.Generation) {
+		r.event(o, backupsv1alpha1.ReasonDryRunChangeIgnored, restoreoptions.IgnoredChange(kind), true)
+	}
 }
 
 // reasonSpecNotImmutable is the Event reason of a RestoreJob whose CRD lets

@@ -38,7 +38,7 @@ func failAfterPurge(o *observation, reason backupsv1alpha1.RestoreReason, what s
 	switch {
 	case o.capture == nil || o.capture.rollback == nil:
 		return failure(o, reason, what+"; no safety Backup was taken, so there is nothing to roll back to")
-	case !o.opts.rollback():
+	case !o.opts.RollsBack():
 		return failure(o, reason, what+"; spec.options.rollback is false, so the cluster was left as it is")
 	}
 	return decision{state: stateStartRollback, reason: backupsv1alpha1.ReasonRollingBack, message: what, cause: reason}
@@ -49,7 +49,7 @@ func failAfterPurge(o *observation, reason backupsv1alpha1.RestoreReason, what s
 // until healthy, then conclude Failed.
 func decideRollback(o *observation, rb *rollbackState, defaultTimeout time.Duration) decision {
 	safety := o.capture.rollback
-	deadline := rb.since.Add(o.opts.timeout(defaultTimeout))
+	deadline := rb.since.Add(o.opts.Timeout(defaultTimeout))
 	gaveUp := func(what string) decision {
 		return decision{state: stateConclude, reason: backupsv1alpha1.ReasonRollbackFailed, message: fmt.Sprintf(
 			"%s; rolling back to safety Backup %s/%s failed too: %s. The pre-restore EtcdCluster definition is in ConfigMap %s/%s (key %s); restore Backup %s with a new RestoreJob once the cause is fixed. %s",
@@ -60,7 +60,7 @@ func decideRollback(o *observation, rb *rollbackState, defaultTimeout time.Durat
 		return d
 	}
 	if !o.now.Before(deadline) {
-		return gaveUp(fmt.Sprintf("it did not finish within %s (at step %s: %s)", o.opts.timeout(defaultTimeout), d.state, d.message))
+		return gaveUp(fmt.Sprintf("it did not finish within %s (at step %s: %s)", o.opts.Timeout(defaultTimeout), d.state, d.message))
 	}
 	d.deadline = deadline
 	return d

@@ -117,7 +117,7 @@ func safetyMessage(o *observation) string {
 
 // wantSafety: a safety snapshot is taken unless the job declines it.
 func wantSafety(o *observation) bool {
-	return o.opts.SafetySnapshot == nil || *o.opts.SafetySnapshot
+	return o.opts.TakesSafetySnapshot()
 }
 
 func snapshotFailure(s *etcdv1alpha2.EtcdSnapshot) string {

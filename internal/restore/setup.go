@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -29,6 +30,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
@@ -45,10 +47,20 @@ func MemberPVCLabels() map[string]string {
 	return map[string]string{instanceLabel: clusterName}
 }
 
-// CaptureLabels select the capture ConfigMaps (in the driver's namespace);
-// the manager restricts its ConfigMap cache to them.
+// CaptureLabels select the capture ConfigMaps (in the driver's namespace).
 func CaptureLabels() labels.Set {
 	return labels.Set{claim.ComponentLabel: captureComponent}
+}
+
+// ConfigMapSelector selects what a restore keeps in the driver's
+// namespace: its capture and its fence record (internal/cpfence); the
+// manager restricts its ConfigMap cache to them.
+func ConfigMapSelector() labels.Selector {
+	kept, err := labels.NewRequirement(claim.ComponentLabel, selection.In, []string{captureComponent, cpfence.RecordComponent})
+	if err != nil {
+		panic(err) // constants
+	}
+	return labels.NewSelector().Add(*kept)
 }
 
 // ClusterName is the one EtcdCluster (and HelmRelease) name the driver
@@ -71,6 +83,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		return fmt.Errorf("index RestoreJobs by UID: %w", err)
 	}
 	r.setupReads(mgr)
+	if r.sharing.Now == nil {
+		r.sharing.Now = r.now
+	}
 	c := mgr.GetClient()
 	inNamespace := handler.EnqueueRequestsFromMapFunc(r.activeJobs(c, nil))
 	clusterOnly := predicate.NewPredicateFuncs(func(obj client.Object) bool { return obj.GetName() == clusterName })

@@ -189,7 +189,7 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 		s.StorageClassName = c.Spec.Storage.StorageClassName
 	}
 	if !o.job.Status.StartedAt.IsZero() {
-		s.Deadline = o.job.Status.StartedAt.Add(o.opts.timeout(r.Deadline)).Sub(o.now)
+		s.Deadline = o.job.Status.StartedAt.Add(o.opts.Timeout(r.Deadline)).Sub(o.now)
 	}
 	return s
 }
@@ -263,7 +263,7 @@ func (r *Reconciler) createClaim(ctx context.Context, o *observation, pvc *corev
 // the purge restored nothing, whatever it staged.
 func revisionCondition(o *observation, d decision) *metav1.Condition {
 	c := &metav1.Condition{Type: backupsv1alpha1.RestoreConditionRevisionRaised}
-	if !o.opts.bumpRevision() {
+	if !o.opts.BumpsRevision() {
 		c.Status, c.Reason = metav1.ConditionFalse, string(backupsv1alpha1.ReasonRevisionNotRaised)
 		c.Message = "spec.options.bumpRevision is false: etcd restarts at the snapshot's revision, so Kubernetes watch caches and informers that saw a later one are not told to relist"
 		return c

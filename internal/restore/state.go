@@ -12,6 +12,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // state is where a restore stands, derived from observed objects only. Each
@@ -139,8 +140,9 @@ type decision struct {
 // decide maps an observation to one decision. It is pure: no I/O.
 func decide(o *observation, defaultTimeout time.Duration) decision {
 	job := o.job
-	if o.optsErr == nil && o.opts.DryRun {
-		// A rehearsal: internal/rehearsal's, from start to end.
+	if kind, _ := restoreoptions.KindOf(job, restoreRecords(o)); kind == restoreoptions.DryRun {
+		// A rehearsal: internal/rehearsal's, from start to end. A
+		// restore that started stays one, whatever dryRun says now.
 		return decision{state: stateIgnore}
 	}
 	if job.Status.Phase.IsTerminal() {
@@ -180,6 +182,12 @@ func decide(o *observation, defaultTimeout time.Duration) decision {
 	return decideClaimed(o, defaultTimeout)
 }
 
+// restoreRecords: the driver's namespace holds a record of this job's
+// restore (its capture, its claim), whatever the job itself shows.
+func restoreRecords(o *observation) bool {
+	return o.capture != nil || o.captureErr != nil || o.holder.HeldBy(o.job)
+}
+
 // startedAt is when the job took its claim: as recorded, or now for the
 // decision that records it.
 func startedAt(o *observation) time.Time {
@@ -199,11 +207,11 @@ func isEtcdStrategy(b *backupsv1alpha1.Backup) bool {
 }
 
 func waitBackup(o *observation, defaultTimeout time.Duration) decision {
-	deadline := o.job.CreationTimestamp.Add(o.opts.timeout(defaultTimeout))
+	deadline := o.job.CreationTimestamp.Add(o.opts.Timeout(defaultTimeout))
 	if !o.now.Before(deadline) {
 		return failure(o, backupsv1alpha1.ReasonBackupNotFound, fmt.Sprintf(
 			"Backup %s/%s did not appear within %s; create the RestoreJob again naming an existing Backup",
-			o.job.Namespace, o.job.Spec.BackupRef.Name, o.opts.timeout(defaultTimeout)))
+			o.job.Namespace, o.job.Spec.BackupRef.Name, o.opts.Timeout(defaultTimeout)))
 	}
 	return decision{state: stateWaitBackup, reason: backupsv1alpha1.ReasonBackupNotFound, deadline: deadline,
 		message: fmt.Sprintf("waiting for Backup %s/%s to exist (until %s)", o.job.Namespace,

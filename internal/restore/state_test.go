@@ -10,6 +10,7 @@ import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 )
 
@@ -63,7 +65,7 @@ func world() *observation {
 			Labels: map[string]string{backupsv1alpha1.StagingLabel: string(job.UID)}},
 			Status: batchv1.JobStatus{Conditions: []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}}},
 	}
-	o.opts, _ = parseOptions(nil)
+	o.opts, _ = restoreoptions.Parse(nil)
 	return o
 }
 
@@ -226,7 +228,7 @@ func TestDecide(t *testing.T) {
 		"verified by size only, nothing pins the sha256: refused before the staging": {func(o *observation) {
 			o.capture = nil
 			o.backup.Status.Artifact.Checksum = ""
-			o.opts.Verify = VerifySize
+			o.opts.Verify = restoreoptions.VerifySize
 			withCondition(o, backupsv1alpha1.RestoreConditionArtifactVerified, metav1.ConditionTrue, backupsv1alpha1.ReasonArtifactVerified,
 				"ok ["+fingerprint(o)+"]", t0)
 		}, stateConclude, backupsv1alpha1.ReasonUnrecognisedArtifact},
@@ -651,34 +653,86 @@ func TestMatchRendered(t *testing.T) {
 	}
 }
 
-// A dry run (spec.options.dryRun) is the rehearsal controller's: the
-// restore ignores it before taking it (no finalizer), in the middle of
-// what would be a restore, and after it ended, so it never claims,
-// fences, suspends or purges anything for it.
-func TestDecideIgnoresDryRuns(t *testing.T) {
+// A dry run (spec.options.dryRun) is the rehearsal controller's, and a
+// RestoreJob does what it was asked when it started (issue 37, item 5;
+// Cozystack's CRD lets the spec change): a job that has not started
+// follows its options; a restore that started (its finalizer, its claim or
+// capture, its Claimed or Outcome condition) goes on exactly as it would
+// when dryRun is set later, and says so in a condition; a dry run that
+// started (a rehearsal's Ready reason) stays the rehearsal's when dryRun
+// is dropped. Malformed options are no dry run.
+func TestDecideFollowsWhatTheJobStartedAs(t *testing.T) {
 	dry := &runtime.RawExtension{Raw: []byte(`{"dryRun":true}`)}
-	fresh := world()
-	fresh.job.Finalizers, fresh.job.Status = nil, backupsv1alpha1.RestoreJobStatus{}
-	fresh.holder, fresh.capture = nil, nil
-	if d := decide(fresh, time.Hour); d.state != stateAddFinalizer {
+	asking := func(o *observation, raw *runtime.RawExtension) *observation {
+		o.job.Spec.Options = raw
+		o.opts, o.optsErr = restoreoptions.Parse(raw)
+		return o
+	}
+	fresh := func() *observation {
+		o := world()
+		o.job.Finalizers, o.job.Status = nil, backupsv1alpha1.RestoreJobStatus{}
+		o.holder, o.capture = nil, nil
+		return o
+	}
+	if d := decide(fresh(), time.Hour); d.state != stateAddFinalizer {
 		t.Fatalf("a real restore's first step is %s, want AddFinalizer", d.state)
 	}
-	ended := world()
-	ended.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
-	for name, o := range map[string]*observation{"fresh": fresh, "mid-restore": world(), "ended": ended} {
-		o.job.Spec.Options = dry
-		o.opts, o.optsErr = parseOptions(dry)
-		if o.optsErr != nil {
-			t.Fatal(o.optsErr)
+	if d := decide(asking(fresh(), dry), time.Hour); d.state != stateIgnore {
+		t.Fatalf("a dry run's first step is %s, want Ignore", d.state)
+	}
+	malformed := &runtime.RawExtension{Raw: []byte(`{"dryRun":true,"bogus":1}`)}
+	if d := decide(asking(fresh(), malformed), time.Hour); d.state == stateIgnore {
+		t.Error("malformed options are taken for a dry run")
+	}
+
+	ended := func() *observation {
+		o := world()
+		o.job.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
+		return o
+	}
+	// The claim and the capture (in the driver's namespace) are a record
+	// of the restore even with the finalizer taken off by hand.
+	unfinalized := func() *observation {
+		o := world()
+		o.job.Finalizers = nil
+		return o
+	}
+	conditioned := func() *observation {
+		o := fresh()
+		o.job.Finalizers = nil
+		meta.SetStatusCondition(&o.job.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.RestoreConditionOutcome,
+			Status: metav1.ConditionFalse, Reason: string(backupsv1alpha1.ReasonBackupNotFound), Message: "gone"})
+		return o
+	}
+	for name, make := range map[string]func() *observation{"mid-restore": world, "ended": ended, "finalizer removed": unfinalized, "concluded": conditioned} {
+		want := decide(make(), time.Hour)
+		o := asking(make(), dry)
+		got := decide(o, time.Hour)
+		if got.state != want.state || got.reason != want.reason {
+			t.Errorf("%s with dryRun set later: step %s (%s), want %s (%s) as without", name, got.state, got.reason, want.state, want.reason)
 		}
-		if d := decide(o, time.Hour); d.state != stateIgnore {
-			t.Errorf("%s: a dry run's step is %s, want Ignore", name, d.state)
+		if o.job.Status.Phase.IsTerminal() || got.state == stateIgnore || got.state == stateAddFinalizer {
+			// No status of their own: the next step's carries it.
+			continue
 		}
-		if !IsDryRun(o.job) {
-			t.Errorf("%s: IsDryRun is false", name)
+		c := meta.FindStatusCondition(desiredStatus(o, got).Conditions, backupsv1alpha1.RestoreConditionDryRunChangeIgnored)
+		if c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("%s: the ignored dryRun is not said (%v)", name, c)
+		}
+		if c := meta.FindStatusCondition(desiredStatus(make(), want).Conditions, backupsv1alpha1.RestoreConditionDryRunChangeIgnored); c != nil {
+			t.Errorf("%s: an ignored change is said without one: %v", name, c)
 		}
 	}
-	if IsDryRun(&backupsv1alpha1.RestoreJob{Spec: backupsv1alpha1.RestoreJobSpec{Options: &runtime.RawExtension{Raw: []byte(`{"dryRun":true,"bogus":1}`)}}}) {
-		t.Error("malformed options are taken for a dry run")
+
+	// A dry run the rehearsal started, its dryRun dropped: still Ignore,
+	// never a finalizer.
+	for _, reason := range []backupsv1alpha1.RestoreReason{backupsv1alpha1.ReasonRehearsing, backupsv1alpha1.ReasonRehearsalFailed} {
+		o := fresh()
+		now := metav1.NewTime(o.now)
+		o.job.Status = backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseRunning, StartedAt: &now,
+			Conditions: []metav1.Condition{{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(reason)}}}
+		if d := decide(o, time.Hour); d.state != stateIgnore {
+			t.Errorf("a started dry run (%s) whose options dropped dryRun: step %s, want Ignore", reason, d.state)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -109,6 +110,12 @@ func setMilestones(st *backupsv1alpha1.RestoreJobStatus, o *observation, d decis
 			"the old EtcdCluster and its PVCs are gone")
 	}
 	setPlaneMilestones(st, o, heldByUs)
+	if _, ignored := restoreoptions.KindOf(o.job, restoreRecords(o)); ignored {
+		setCondition(st, backupsv1alpha1.RestoreConditionDryRunChangeIgnored, metav1.ConditionTrue, backupsv1alpha1.ReasonDryRunChangeIgnored,
+			restoreoptions.IgnoredChange(restoreoptions.Restore))
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, backupsv1alpha1.RestoreConditionDryRunChangeIgnored)
+	}
 	if c := revisionCondition(o, d); c != nil && (heldByUs || o.staging != nil) {
 		setConditionRaw(st, *c)
 	}

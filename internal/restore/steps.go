@@ -24,7 +24,7 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 	if rb := rollbackOf(o.job); rb != nil {
 		return decideRollback(o, rb, defaultTimeout)
 	}
-	deadline := startedAt(o).Add(o.opts.timeout(defaultTimeout))
+	deadline := startedAt(o).Add(o.opts.Timeout(defaultTimeout))
 	d := decideStep(o)
 	if d.state == stateConclude || d.state == stateStartRollback || d.state == stateRestoreProgressDeadline {
 		// A healthy cluster is not given up on at the deadline.
@@ -38,7 +38,7 @@ func decideClaimed(o *observation, defaultTimeout time.Duration) decision {
 			return d
 		}
 		what := fmt.Sprintf("the restore did not finish within %s (it was at step %s: %s); raise spec.options.restoreTimeoutSeconds or the --restore-deadline flag",
-			o.opts.timeout(defaultTimeout), d.state, d.message)
+			o.opts.Timeout(defaultTimeout), d.state, d.message)
 		if committed(o) {
 			return failAfterPurge(o, backupsv1alpha1.ReasonDeadlineExceeded, what)
 		}
@@ -86,7 +86,7 @@ func decideStep(o *observation) decision {
 	if o.cluster != nil {
 		return decideLiveCluster(o)
 	}
-	if o.capture.from != "" && o.opts.bumpRevision() && !purged(o.job) {
+	if o.capture.from != "" && o.opts.BumpsRevision() && !purged(o.job) {
 		// Restoring into an absent cluster: nothing to purge, the staging
 		// comes first all the same.
 		if d, done := decideStaging(o); !done {
@@ -97,7 +97,7 @@ func decideStep(o *observation) decision {
 		return waitPVCs(o)
 	}
 	src := o.capture.source
-	if o.opts.bumpRevision() {
+	if o.opts.BumpsRevision() {
 		return decision{state: stateRecreate, reason: backupsv1alpha1.ReasonClusterPurged, message: fmt.Sprintf(
 			"re-creating EtcdCluster %s from s3://%s/%s as staged on PersistentVolumeClaim %s", clusterName, src.Bucket, src.Key, stagingSource(o).ClaimName)}
 	}
@@ -140,7 +140,7 @@ func decideLiveCluster(o *observation) decision {
 	if len(o.inflight) > 0 {
 		return waitSnapshots(o)
 	}
-	if o.opts.bumpRevision() {
+	if o.opts.BumpsRevision() {
 		if d, done := decideStaging(o); !done {
 			return d
 		}
@@ -177,10 +177,10 @@ func carriesSource(o *observation, src restoreSource) bool {
 	}
 	if p := b.Restore.Source.PVC; p != nil {
 		want := stagingSource(o)
-		return o.opts.bumpRevision() && p.ClaimName == want.ClaimName && p.SubPath == want.SubPath
+		return o.opts.BumpsRevision() && p.ClaimName == want.ClaimName && p.SubPath == want.SubPath
 	}
 	s3 := b.Restore.Source.S3
-	return s3 != nil && !o.opts.bumpRevision() && s3.Key == src.Key && s3.Bucket == src.Bucket && s3.Endpoint == src.Endpoint
+	return s3 != nil && !o.opts.BumpsRevision() && s3.Key == src.Key && s3.Bucket == src.Bucket && s3.Endpoint == src.Endpoint
 }
 
 // healthy is Available and every replica ready: the operator reports

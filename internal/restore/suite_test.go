@@ -60,6 +60,11 @@ var s3Creds = s3server.Credentials{AccessKeyID: "restore-test", SecretAccessKey:
 // measured in tens of minutes); tests that set it reset it.
 var clockSkew atomic.Int64
 
+// sharingSkew moves forward only the clock of the controller's memory of
+// which namespaces share an etcd (cpfence.Sharing), so a test sees a
+// label change without waiting out its minute.
+var sharingSkew atomic.Int64
+
 // testReconciler is the restore controller under test (tests that play a
 // driver upgrade make it forget what it made).
 var testReconciler *Reconciler
@@ -90,7 +95,7 @@ func TestMain(m *testing.M) {
 			&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(MemberPVCLabels())},
 			&coordinationv1.Lease{}: {Namespaces: own,
 				Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-			&corev1.ConfigMap{}: {Namespaces: own, Label: labels.SelectorFromSet(CaptureLabels())},
+			&corev1.ConfigMap{}: {Namespaces: own, Label: ConfigMapSelector()},
 		}
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 			Scheme:  driverscheme.New(),
@@ -129,6 +134,7 @@ func TestMain(m *testing.M) {
 			Revisions:    testRevisions,
 			Now:          func() time.Time { return time.Now().Add(time.Duration(clockSkew.Load())) },
 		}
+		r.sharing.Now = func() time.Time { return time.Now().Add(time.Duration(sharingSkew.Load())) }
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 4}); err != nil {
 			panic(err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
 
@@ -58,7 +59,7 @@ const quickCheckBytes = 64 << 20
 // quickCheck: the artifact check of this restore is expected to take about
 // a second (verify: Size, or an object the Backup records as small).
 func quickCheck(o *observation) bool {
-	if o.opts.Verify == VerifySize {
+	if o.opts.Verify == restoreoptions.VerifySize {
 		return true
 	}
 	n := o.backupSize()
@@ -100,7 +101,7 @@ var (
 // decidePinned refuses a restore through the staging step whose object has
 // no known size and sha256 (verify: Size of a Backup that records none).
 func decidePinned(o *observation) (decision, bool) {
-	if !o.opts.bumpRevision() {
+	if !o.opts.BumpsRevision() {
 		return decision{}, true
 	}
 	if _, _, ok := pinned(o); ok {
@@ -161,7 +162,7 @@ func (r *Reconciler) verifyArtifact(ctx context.Context, o *observation) (verifi
 	if msg := storageShortfall(o, clusterModel(o), size); msg != "" {
 		return verification{reason: backupsv1alpha1.ReasonInsufficientStorage, message: msg}, nil
 	}
-	if o.opts.Verify == VerifySize {
+	if o.opts.Verify == restoreoptions.VerifySize {
 		return verification{ok: true, message: fmt.Sprintf("%s exists with %d bytes (verify: Size)", loc, size)}, nil
 	}
 	body, err := store.Open(ctx, loc, creds)

@@ -52,6 +52,11 @@ const (
 	// compacted, so every Kubernetes watch from before the restore is told
 	// to relist; the message gives the revisions.
 	RestoreConditionRevisionRaised = "RevisionRaised"
+	// RestoreConditionDryRunChangeIgnored is True while spec.options.dryRun
+	// asks for a dry run of a RestoreJob that started as a restore: a
+	// RestoreJob does what it was asked when it started (Cozystack's CRD
+	// lets its spec change), so the restore goes on.
+	RestoreConditionDryRunChangeIgnored = "DryRunChangeIgnored"
 )
 
 // RestoreReason is a typed condition and Event reason of the restore path.
@@ -263,3 +268,8 @@ const (
 	// ReasonRehearsing: the rehearsal Job runs (not terminal).
 	ReasonRehearsing RestoreReason = "Rehearsing"
 )
+
+// ReasonDryRunChangeIgnored (condition and Warning Event): spec.options.
+// dryRun changed after the RestoreJob started, and is ignored: a restore
+// goes on as a restore, a dry run as a dry run.
+const ReasonDryRunChangeIgnored RestoreReason = "DryRunChangeIgnored"
