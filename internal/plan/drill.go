@@ -2,6 +2,9 @@ package plan
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,11 +48,28 @@ func DrillHashKey(namespace, name string) string {
 	return HashKey(namespace, name) + "/drill"
 }
 
-// DrillName is the deterministic name of the dry-run RestoreJob plan
-// starts for the drill scheduled at scheduled: a crash or a second
-// reconcile finds it instead of making another.
-func DrillName(plan string, scheduled time.Time) string {
-	return JobName(plan+"-drill", scheduled)
+// DrillName is the name of the dry-run RestoreJob the Plan (namespace,
+// name, uid) starts for the drill scheduled at scheduled: deterministic, so
+// a crash or a second reconcile finds it instead of making another, and
+// keyed with the driver's provenance key, which tenants do not hold, so it
+// is the proof that the driver made it. Labels, annotations and a
+// controller reference to the Plan are all things a tenant can copy onto a
+// RestoreJob of its own; a name it cannot compute is not. A key rotation
+// while a drill runs only leaves that drill unrecorded (the next one is).
+func DrillName(key []byte, namespace, plan string, uid types.UID, scheduled time.Time) string {
+	h := hmac.New(sha256.New, key)
+	fmt.Fprintf(h, "etcd-backup-driver drill\n%s\n%s\n%s\n%d", namespace, plan, uid, scheduled.Unix())
+	mac := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:5]))
+	return JobName(plan+"-drill-"+mac, scheduled)
+}
+
+// drillName is DrillName under the active provenance key.
+func (r *Reconciler) drillName(ctx context.Context, plan *backupsv1alpha1.Plan, scheduled time.Time) (string, error) {
+	_, key, err := r.Keys.Active(ctx)
+	if err != nil {
+		return "", fmt.Errorf("name the drill of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	return DrillName(key, plan.Namespace, plan.Name, plan.UID, scheduled), nil
 }
 
 // drillWindow is the Plan's spec.drill.window, or the default.
@@ -70,7 +91,10 @@ func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, pers
 		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
 		return time.Time{}, nil
 	}
-	drills := ownDrills(plan, obs.restores)
+	drills, err := r.ownDrills(ctx, plan, obs.restores)
+	if err != nil {
+		return time.Time{}, err
+	}
 	recoverLastDrill(plan, drills)
 	r.recordEnded(plan, drills)
 
@@ -104,19 +128,24 @@ func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, pers
 
 // ownDrills picks the dry-run RestoreJobs the Plan started from restores
 // (all RestoreJobs in its namespace, as observe listed them).
-func ownDrills(plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob) []backupsv1alpha1.RestoreJob {
+func (r *Reconciler) ownDrills(ctx context.Context, plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob) ([]backupsv1alpha1.RestoreJob, error) {
 	var out []backupsv1alpha1.RestoreJob
 	for _, rj := range restores {
-		if rj.Labels[backupsv1alpha1.DrillLabel] != "true" {
+		at, ok := drillScheduledAt(&rj)
+		// The label, the annotation and the controller reference are hints
+		// anyone can copy; the keyed name says the driver made it.
+		if !ok || rj.Labels[backupsv1alpha1.DrillLabel] != "true" {
 			continue
 		}
-		// The label is a hint anyone can set; the controller reference
-		// (to this Plan's UID) says the Plan made it.
-		if ref := metav1.GetControllerOf(&rj); ref != nil && ref.UID == plan.UID {
+		name, err := r.drillName(ctx, plan, at)
+		if err != nil {
+			return nil, err
+		}
+		if ref := metav1.GetControllerOf(&rj); rj.Name == name && ref != nil && ref.UID == plan.UID {
 			out = append(out, rj)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // runDueDrill starts or skips the drill due at now and returns the next
@@ -134,8 +163,12 @@ func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan
 		skipDrill(plan, runs.Due)
 		return runs.Next, nil
 	}
+	dueName, err := r.drillName(ctx, plan, runs.Due)
+	if err != nil {
+		return runs.Next, err
+	}
 	for i := range drills {
-		if !drills[i].Status.Phase.IsTerminal() && drills[i].Name != DrillName(plan.Name, runs.Due) {
+		if !drills[i].Status.Phase.IsTerminal() && drills[i].Name != dueName {
 			skipDrill(plan, runs.Due)
 			r.Recorder.Eventf(plan, &drills[i], corev1.EventTypeWarning, backupsv1alpha1.PlanReasonConcurrencyForbidden, "Drill",
 				"skipped the drill due at %s: drill %s has not finished", runs.Due.UTC().Format(time.RFC3339), drills[i].Name)
@@ -150,13 +183,13 @@ func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan
 			runs.Due.UTC().Format(time.RFC3339))
 		return runs.Next, nil
 	}
-	return runs.Next, r.startDrill(ctx, plan, backup, runs.Due)
+	return runs.Next, r.startDrill(ctx, plan, backup, dueName, runs.Due)
 }
 
 // startDrill creates the dry-run RestoreJob of backup for the drill due at
 // due, or finds the one an earlier reconcile created.
-func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due time.Time) error {
-	rj := newDrill(plan, backup, due)
+func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, name string, due time.Time) error {
+	rj := newDrill(plan, backup, name, due)
 	if err := controllerutil.SetControllerReference(plan, rj, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("own drill RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
@@ -185,14 +218,14 @@ func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan,
 	return nil
 }
 
-// newDrill is the dry-run RestoreJob of backup for plan's drill at due.
-func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due time.Time) *backupsv1alpha1.RestoreJob {
+// newDrill is the dry-run RestoreJob name of backup for plan's drill at due.
+func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, name string, due time.Time) *backupsv1alpha1.RestoreJob {
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
 	raw, _ := json.Marshal(map[string]bool{"dryRun": true})
 	return &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: plan.Namespace,
-			Name:      DrillName(plan.Name, due),
+			Name:      name,
 			Labels: map[string]string{
 				backupsv1alpha1.PlanNameLabel:        names.LabelValue(plan.Name),
 				backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app.Name),

@@ -51,7 +51,7 @@ func TestDrillEndIsSeenThroughItsOwner(t *testing.T) {
 	}()
 
 	var rj backupsv1alpha1.RestoreJob
-	key := client.ObjectKey{Namespace: ns, Name: DrillName("nightly", due)}
+	key := client.ObjectKey{Namespace: ns, Name: drillName(g, p, due)}
 	g.Eventually(func() error { return env.Client.Get(ctx, key, &rj) }).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Expect(rj.Spec.BackupRef.Name).To(Equal("good"))
 	g.Eventually(func() *metav1.Time { return getPlan(g, p).Status.LastDrillTime }).WithTimeout(20 * time.Second).ShouldNot(BeNil())

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,6 +38,13 @@ func judgedBackup(g Gomega, ns, name, plan string, takenAt time.Time, conds ...m
 
 func cond(typ string, status metav1.ConditionStatus) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: "Test", Message: "set by the test"}
+}
+
+// drillName is the name the driver gives p's drill due at due.
+func drillName(g Gomega, p *backupsv1alpha1.Plan, due time.Time) string {
+	_, key, err := testKeys.Active(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	return DrillName(key, p.Namespace, p.Name, getPlan(g, p).UID, due)
 }
 
 func ownDrillJobs(g Gomega, p *backupsv1alpha1.Plan) []backupsv1alpha1.RestoreJob {
@@ -120,7 +128,7 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	drills := ownDrillJobs(g, p)
 	g.Expect(drills).To(HaveLen(1))
 	d := drills[0]
-	g.Expect(d.Name).To(Equal(DrillName("nightly", due)))
+	g.Expect(d.Name).To(Equal(drillName(g, p, due)))
 	g.Expect(d.Spec.BackupRef.Name).To(Equal("good"))
 	g.Expect(string(d.Spec.Options.Raw)).To(MatchJSON(`{"dryRun": true}`))
 	g.Expect(d.Labels).To(HaveKeyWithValue(backupsv1alpha1.PlanNameLabel, "nightly"))
@@ -143,7 +151,7 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	// A RestoreJob a tenant labels as a drill of this Plan, "succeeded"
 	// and newer, is not the Plan's: it is not recorded.
 	impostor := &backupsv1alpha1.RestoreJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DrillName("nightly", due.Add(time.Minute)),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: drillName(g, p, due.Add(time.Minute)),
 			Labels: map[string]string{backupsv1alpha1.PlanNameLabel: "nightly", backupsv1alpha1.DrillLabel: "true"}},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "good"}},
 	}
@@ -275,7 +283,7 @@ func TestDrillHistoryKeepsThree(t *testing.T) {
 		_, err := h.reconcile(p)
 		g.Expect(err).NotTo(HaveOccurred())
 		var rj backupsv1alpha1.RestoreJob
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: DrillName("p", due)}, &rj)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: drillName(g, p, due)}, &rj)).To(Succeed())
 		endDrill(g, &rj, backupsv1alpha1.RestoreJobPhaseSucceeded, due.Add(time.Minute).Truncate(time.Second), "ok")
 		names = append(names, rj.Name)
 		h.clk.SetTime(due.Add(2 * time.Minute))
@@ -314,9 +322,15 @@ func TestDrillScheduleAndName(t *testing.T) {
 
 	long := "a-plan-with-a-name-long-enough-to-need-shortening-in-job-names"
 	at := time.Date(2026, 5, 4, 3, 31, 0, 0, time.UTC)
-	g.Expect(len(DrillName(long, at))).To(BeNumerically("<=", 63))
-	g.Expect(DrillName(long, at)).NotTo(Equal(JobName(long, at)))
-	g.Expect(DrillName("nightly", at)).To(Equal("nightly-drill-" + fmt.Sprint(at.Unix()/60)))
+	key := []byte(strings.Repeat("k", 32))
+	g.Expect(len(DrillName(key, "ns", long, "uid", at))).To(BeNumerically("<=", 63))
+	g.Expect(DrillName(key, "ns", long, "uid", at)).NotTo(Equal(JobName(long, at)))
+	name := DrillName(key, "ns", "nightly", "uid", at)
+	g.Expect(name).To(MatchRegexp("^nightly-drill-[a-z2-7]{8}-" + fmt.Sprint(at.Unix()/60) + "$"))
+	// Keyed: another key, Plan (UID) or time gives another name.
+	g.Expect(DrillName([]byte(strings.Repeat("o", 32)), "ns", "nightly", "uid", at)).NotTo(Equal(name))
+	g.Expect(DrillName(key, "ns", "nightly", "uid2", at)).NotTo(Equal(name))
+	g.Expect(DrillName(key, "ns", "nightly", "uid", at.Add(time.Minute))).NotTo(HavePrefix(strings.TrimSuffix(name, fmt.Sprint(at.Unix()/60))))
 }
 
 // A suspended Plan skips its drills and is never overdue; resumed, it is
@@ -348,4 +362,49 @@ func TestSuspendedPlanNeitherDrillsNorIsOverdue(t *testing.T) {
 	g.Expect(meta.IsStatusConditionTrue(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeTrue())
 	v, _ := series(g, "etcd_backup_driver_plan_rehearsal_overdue", ns, "p")
 	g.Expect(v).To(Equal(1.0))
+}
+
+// A tenant can copy everything the driver puts on a drill: its name (with
+// a later minute), its labels and annotations, and its controller
+// reference to the Plan. Such a look-alike, "succeeded" and newer than the
+// Plan's own drill, is not the Plan's drill: it is not recorded, not
+// counted as a rehearsal, and does not stop the real drill from running.
+func TestALookAlikeDrillIsNotTheDrivers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "nightly", "0 3 * * *", "", withDrill("*/10 * * * *", 24*time.Hour))
+	created := p.CreationTimestamp.Time
+	judgedBackup(g, ns, "good", "nightly", created.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
+	sched := mustParse(t, "*/10 * * * *", "")
+	due := nthRun(sched, created, 1)
+	h := newHarness(due.Add(5 * time.Second))
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	drills := ownDrillJobs(g, p)
+	g.Expect(drills).To(HaveLen(1))
+	genuine := drills[0]
+
+	next := sched.Next(due)
+	lookAlike := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ns,
+			Name:            strings.Replace(genuine.Name, fmt.Sprint(due.Unix()/60), fmt.Sprint(next.Unix()/60), 1),
+			Labels:          genuine.Labels,
+			Annotations:     map[string]string{ScheduledAtAnnotation: next.UTC().Format(time.RFC3339)},
+			OwnerReferences: genuine.OwnerReferences,
+		},
+		Spec: genuine.Spec,
+	}
+	g.Expect(lookAlike.Name).NotTo(Equal(genuine.Name))
+	g.Expect(env.Client.Create(ctx, lookAlike)).To(Succeed())
+	endDrill(g, lookAlike, backupsv1alpha1.RestoreJobPhaseSucceeded, next.Add(time.Minute).Truncate(time.Second), "forged")
+
+	h.clk.SetTime(next.Add(5 * time.Second))
+	_, err = h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	st := getPlan(g, p).Status
+	g.Expect(st.LastRehearsal).To(BeNil(), "a look-alike's outcome was recorded as the Plan's rehearsal")
+	g.Expect(st.LastSuccessfulRehearsalTime).To(BeNil())
+	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonRehearsalSucceeded)).To(BeEmpty())
 }
