@@ -109,14 +109,8 @@ func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.Back
 		return backupsv1alpha1.TypedLocalObjectReference{}, nil, &o
 	}
 	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
-	for _, s := range class.Spec.Strategies {
-		group := backupsv1alpha1.DefaultApplicationAPIGroup
-		if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
-			group = *s.Application.APIGroup
-		}
-		if group == *app.APIGroup && s.Application.Kind == app.Kind {
-			return s.StrategyRef, s.Parameters, nil
-		}
+	if s, ok := class.StrategyFor(app); ok {
+		return s.StrategyRef, s.Parameters, nil
 	}
 	o := failed(backupsv1alpha1.BackupReasonNoMatchingStrategy,
 		"BackupClass %q binds no strategy for application kind %s/%s; add an entry for it to spec.strategies",

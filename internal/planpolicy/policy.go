@@ -213,11 +213,8 @@ func (r *reader) scheduler() Scheduler {
 		KeepFailed:       DefaultFailedJobsHistoryLimit,
 	}
 	if v, ok := r.annotations[Suspend]; ok {
-		switch v {
-		case "true":
-			s.Suspend = true
-		case "false":
-		default:
+		s.Suspend = Suspended(r.annotations)
+		if !s.Suspend && v != "false" {
 			r.problem(Suspend, v, `"true" or "false"`)
 		}
 	}
@@ -235,6 +232,12 @@ func (r *reader) scheduler() Scheduler {
 	s.KeepSucceeded = r.limit(SuccessfulJobsHistoryLimit, s.KeepSucceeded)
 	s.KeepFailed = r.limit(FailedJobsHistoryLimit, s.KeepFailed)
 	return s
+}
+
+// Suspended reports whether the Plan's annotations suspend the driver's
+// scheduler (and its drills): exactly "true".
+func Suspended(annotations map[string]string) bool {
+	return annotations[Suspend] == "true"
 }
 
 // maxDeadlineSeconds (ten years) keeps a starting deadline a Duration.
@@ -265,4 +268,36 @@ func (p Policy) Summary() string {
 		return "the Plan's settings are valid"
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Hold makes annotation apply nothing, as if it did not parse: retention
+// by it prunes nothing, a held drill schedule runs no drill, a held
+// scheduler setting has its default (a history limit keeps every job).
+// The driver holds a setting it cannot tell the tenant meant (two places
+// say it differently).
+func (p *Policy) Hold(annotation string) {
+	switch annotation {
+	case RetentionKeepLast:
+		p.Retention.KeepLast = 0
+	case RetentionMaxAge:
+		p.Retention.MaxAge = 0
+	case DrillSchedule:
+		if p.Drill != nil {
+			p.Drill.Schedule = nil
+		}
+	case DrillWindow:
+		if p.Drill != nil {
+			p.Drill.Window = DefaultDrillWindow
+		}
+	case Suspend:
+		p.Scheduler.Suspend = false
+	case ConcurrencyPolicy:
+		p.Scheduler.Concurrency = Forbid
+	case StartingDeadlineSeconds:
+		p.Scheduler.StartingDeadline = DefaultStartingDeadline
+	case SuccessfulJobsHistoryLimit:
+		p.Scheduler.KeepSucceeded = -1
+	case FailedJobsHistoryLimit:
+		p.Scheduler.KeepFailed = -1
+	}
 }

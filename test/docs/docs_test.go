@@ -212,6 +212,11 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	if n == 0 {
 		t.Fatal("BindFlags registered no flags")
 	}
+	for _, c := range manager.ControllerNames() {
+		if !strings.Contains(page, "`"+c+"`") {
+			t.Errorf("controller %s (--disable-controllers) is missing from docs/configuration.md", c)
+		}
+	}
 }
 
 var (
