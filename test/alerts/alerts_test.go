@@ -165,14 +165,17 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		return series(s, "etcd_backup_driver_plan_last_successful_rehearsal_timestamp_seconds", "plan", "rehearsed"), err
 	}).WithTimeout(30 * time.Second).Should(Equal(float64(lastGood.Unix())))
 
-	// Two of them back up with strategy s3 using the same S3 access key.
-	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
-		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
-			Bucket: "etcd-backups", Endpoint: "https://s3.example.com", CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "s3-creds"}}}}}})
+	// Two of them back up with strategy s3 using the same S3 access key
+	// (their Secrets exist before the strategy: a namespace whose Secret
+	// is missing when the strategy is first read is only read again at
+	// the resync interval).
 	for _, ns := range []string{"tenant-fresh", "tenant-stale"} {
 		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
 			StringData: map[string]string{"AWS_ACCESS_KEY_ID": "copied-everywhere", "AWS_SECRET_ACCESS_KEY": "copied-secret"}})
 	}
+	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
+		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+			Bucket: "etcd-backups", Endpoint: "https://s3.example.com", CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "s3-creds"}}}}}})
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: "platform-s3"},
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": platformID, "AWS_SECRET_ACCESS_KEY": platformSecret}})
 	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "brokered"}, Spec: strategyv1alpha1.EtcdSpec{
