@@ -70,11 +70,11 @@ func TestRetentionWhenCozystackSchedules(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "nightly", Annotations: map[string]string{planpolicy.RetentionKeepLast: "1"}},
 		Spec: backupsv1alpha1.PlanSpec{
 			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
-			Schedule: backupsv1alpha1.PlanSchedule{Cron: "CRON_TZ=Europe/Berlin H 3 * * *"},
+			Schedule: backupsv1alpha1.PlanSchedule{Cron: "CRON_TZ=Europe/Berlin 0 3 * * *"},
 		},
 	}
 	tn.Create(plan)
-	tn.G.Expect(plan.Spec.Schedule.Cron).To(Equal("CRON_TZ=Europe/Berlin H 3 * * *"))
+	tn.G.Expect(plan.Spec.Schedule.Cron).To(Equal("CRON_TZ=Europe/Berlin 0 3 * * *"))
 	first := cozystackRun(tn, plan, time.Now().Add(-2*time.Minute))
 	// Backups keep whole seconds: the second is a second later.
 	time.Sleep(1100 * time.Millisecond)

@@ -58,6 +58,7 @@ var successes = map[string]bool{
 	"ContentKept":         true, // Backup ContentDrop=False
 	"ScheduleValid":       true, // Plan Error=False
 	"JobCreated":          true, // Plan Scheduled=True
+	"PolicyValid":         true, // Plan PolicyValid=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False
 }
 

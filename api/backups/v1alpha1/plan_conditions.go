@@ -14,9 +14,6 @@ const (
 	// PlanReasonInvalidTimeZone: the CRON_TZ= prefix of spec.schedule.cron
 	// is not an IANA name.
 	PlanReasonInvalidTimeZone = "InvalidTimeZone"
-	// PlanReasonInvalidSpec: another field makes the Plan unusable, for
-	// example an empty backupClassName.
-	PlanReasonInvalidSpec = "InvalidSpec"
 )
 
 // Reasons of the Plan's Scheduled condition (and of its Events).
