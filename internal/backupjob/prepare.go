@@ -49,7 +49,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	if out != nil {
 		return nil, out, nil
 	}
-	if strategyRef.APIGroupOrEmpty() != strategyv1alpha1.GroupVersion.Group || strategyRef.Kind != strategyv1alpha1.EtcdStrategyKind {
+	if !strategyv1alpha1.IsEtcd(strategyRef) {
 		return nil, nil, errNotOurs
 	}
 	pending := backupsv1alpha1.BackupJobPhasePending
