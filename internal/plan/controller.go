@@ -82,7 +82,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).Info("the Plan's record is not the driver's; starting from its BackupJobs", "annotation", planrecord.Annotation, "why", ignored)
 	}
 	now := r.Clock.Now()
-	w := &work{plan: &plan, rec: rec, policy: planpolicy.Parse(plan.Annotations, policyPlan(&plan), planpolicy.Bounds{}).Scheduler}
+	w := &work{plan: &plan, rec: rec, policy: planpolicy.ParsePlan(&plan, planpolicy.Bounds{}).Scheduler}
 
 	sched, err := r.validate(w)
 	if err != nil {
@@ -118,11 +118,6 @@ type work struct {
 	rec    planrecord.Record
 	policy planpolicy.Scheduler
 	update planrecord.Update
-}
-
-// policyPlan is what planpolicy needs of plan.
-func policyPlan(plan *backupsv1alpha1.Plan) planpolicy.Plan {
-	return planpolicy.Plan{Namespace: plan.Namespace, Name: plan.Name, Cron: plan.Spec.Schedule.Cron}
 }
 
 func (r *Reconciler) save(ctx context.Context, w *work) error {

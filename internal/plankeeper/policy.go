@@ -28,7 +28,7 @@ func (r *Reconciler) readPolicy(ctx context.Context, w *work, strategy string) e
 		bounds = b
 	}
 	plan := w.plan
-	w.policy = planpolicy.Parse(plan.Annotations, planpolicy.Plan{Namespace: plan.Namespace, Name: plan.Name, Cron: plan.Spec.Schedule.Cron}, bounds)
+	w.policy = planpolicy.ParsePlan(plan, bounds)
 	var held []string
 	for _, c := range w.conflicts {
 		w.policy.Hold(c.Annotation)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -120,6 +121,11 @@ func Parse(annotations map[string]string, plan Plan, bounds Bounds) Policy {
 	p.Scheduler = r.scheduler()
 	p.Problems, p.Notes = r.problems, r.notes
 	return p
+}
+
+// ParsePlan is Parse of plan's annotations.
+func ParsePlan(plan *backupsv1alpha1.Plan, bounds Bounds) Policy {
+	return Parse(plan.Annotations, Plan{Namespace: plan.Namespace, Name: plan.Name, Cron: plan.Spec.Schedule.Cron}, bounds)
 }
 
 // DrillHashKey is what the H terms of a Plan's drill schedule are hashed

@@ -20,7 +20,7 @@ func TestTheExamplePlanIsValid(t *testing.T) {
 	if _, err := cronschedule.Parse(p.Spec.Schedule.Cron, cronschedule.HashKey(p.Namespace, p.Name)); err != nil {
 		t.Errorf("user-plan.yaml: spec.schedule.cron: %v", err)
 	}
-	pol := planpolicy.Parse(p.Annotations, planpolicy.Plan{Namespace: p.Namespace, Name: p.Name, Cron: p.Spec.Schedule.Cron}, planpolicy.Bounds{})
+	pol := planpolicy.ParsePlan(&p, planpolicy.Bounds{})
 	if !pol.Valid() || !pol.Retention.Prunes() || pol.Drill == nil {
 		t.Errorf("user-plan.yaml: %s (retention %+v, drill %v)", pol.Summary(), pol.Retention, pol.Drill != nil)
 	}
