@@ -114,8 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // IsEtcdBackup reports whether b was taken by the Etcd strategy.
 func IsEtcdBackup(b *backupsv1alpha1.Backup) bool {
-	ref := b.Spec.StrategyRef
-	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == strategyv1alpha1.EtcdStrategyKind
+	return strategyv1alpha1.IsEtcd(b.Spec.StrategyRef)
 }
 
 // ours: b was taken by the Etcd strategy, or carries the driver's

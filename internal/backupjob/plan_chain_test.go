@@ -10,12 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
 
 // The whole driver (its scheduler on a fake clock): a Plan starts
@@ -31,12 +32,12 @@ func TestPlanDrivesBackupsAndRetention(t *testing.T) {
 	w.startDriver(func(o *manager.Options) { o.Clock = clk })
 
 	plan := &backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "frequent"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: "frequent",
+			Annotations: map[string]string{planpolicy.RetentionKeepLast: "1"}},
 		Spec: backupsv1alpha1.PlanSpec{
 			ApplicationRef:  backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
 			BackupClassName: w.class,
 			Schedule:        backupsv1alpha1.PlanSchedule{Cron: "* * * * *"},
-			Retention:       &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)},
 		},
 	}
 	w.create(plan)
@@ -78,16 +79,10 @@ func TestPlanDrivesBackupsAndRetention(t *testing.T) {
 	w.get(backup)
 	w.g.Expect(backup.Labels).To(HaveKeyWithValue(backupsv1alpha1.PlanNameLabel, plan.Name))
 	w.g.Expect(backup.Finalizers).To(ContainElement(backupsv1alpha1.BackupCleanupFinalizer))
-	w.g.Eventually(func() string {
-		w.get(plan)
-		return plan.Status.LastSuccessfulBackup
-	}).WithTimeout(30 * time.Second).Should(Equal(first))
+	w.g.Eventually(func() string { return lastSuccessfulBackup(w, plan) }).WithTimeout(30 * time.Second).Should(Equal(first))
 
 	second := finishNextJob(done)
-	w.g.Eventually(func() string {
-		w.get(plan)
-		return plan.Status.LastSuccessfulBackup
-	}).WithTimeout(30 * time.Second).Should(Equal(second))
+	w.g.Eventually(func() string { return lastSuccessfulBackup(w, plan) }).WithTimeout(30 * time.Second).Should(Equal(second))
 
 	// Retention deleted the first Backup; with policy Delete and no Secret
 	// it is released keeping its object, and an Event says so.
@@ -97,4 +92,11 @@ func TestPlanDrivesBackupsAndRetention(t *testing.T) {
 	w.g.Eventually(func() []string { return w.eventReasons(backup) }).WithTimeout(10 * time.Second).
 		Should(ContainElement(backupsv1alpha1.BackupReasonObjectKeptCredentialsGone))
 	w.g.Expect(w.get(&backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: second}}).GetDeletionTimestamp()).To(BeNil())
+}
+
+// lastSuccessfulBackup is what the driver's record on plan says.
+func lastSuccessfulBackup(w *world, plan *backupsv1alpha1.Plan) string {
+	w.get(plan)
+	rec, _ := planrecord.Peek(plan)
+	return rec.LastSuccessfulBackup
 }

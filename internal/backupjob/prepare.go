@@ -49,7 +49,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	if out != nil {
 		return nil, out, nil
 	}
-	if strategyRef.APIGroupOrEmpty() != strategyv1alpha1.GroupVersion.Group || strategyRef.Kind != strategyv1alpha1.EtcdStrategyKind {
+	if !strategyv1alpha1.IsEtcd(strategyRef) {
 		return nil, nil, errNotOurs
 	}
 	pending := backupsv1alpha1.BackupJobPhasePending
@@ -109,14 +109,8 @@ func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.Back
 		return backupsv1alpha1.TypedLocalObjectReference{}, nil, &o
 	}
 	app := backupsv1alpha1.NormalizeApplicationRef(job.Spec.ApplicationRef)
-	for _, s := range class.Spec.Strategies {
-		group := backupsv1alpha1.DefaultApplicationAPIGroup
-		if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
-			group = *s.Application.APIGroup
-		}
-		if group == *app.APIGroup && s.Application.Kind == app.Kind {
-			return s.StrategyRef, s.Parameters, nil
-		}
+	if s, ok := class.StrategyFor(app); ok {
+		return s.StrategyRef, s.Parameters, nil
 	}
 	o := failed(backupsv1alpha1.BackupReasonNoMatchingStrategy,
 		"BackupClass %q binds no strategy for application kind %s/%s; add an entry for it to spec.strategies",

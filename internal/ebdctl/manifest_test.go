@@ -14,6 +14,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
 
 // manifest is a small manifest of one /registry keyspace.
@@ -217,11 +218,11 @@ func TestRehearsalResultPrintsTheReport(t *testing.T) {
 func TestStatusWideShowsTheLastRehearsal(t *testing.T) {
 	g := NewWithT(t)
 	p := plan("tenant-a", "nightly", "etcd", "0 2 * * *", 7*24*time.Hour)
-	p.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "drill", Backup: "b1", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}
+	withRecord(g, p, planrecord.Record{LastRehearsal: &planrecord.Rehearsal{RestoreJob: "drill", Backup: "b1", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}})
 	b := readyBackup("tenant-a", "b1", "etcd", 10*time.Hour)
 	b.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "manual", Succeeded: false, CompletedAt: metav1.NewTime(now.Add(-5 * time.Hour))}
 	other := plan("tenant-b", "nightly", "etcd", "0 2 * * *", 7*24*time.Hour)
-	other.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "drill", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}
+	withRecord(g, other, planrecord.Record{LastRehearsal: &planrecord.Rehearsal{RestoreJob: "drill", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}})
 	e, out, _ := fakeEnv(p, b, other, readyBackup("tenant-b", "b1", "etcd", 10*time.Hour), readyBackup("tenant-c", "b1", "etcd", 10*time.Hour))
 	g.Expect(e.run("status", "-A", "-o", "wide", "--terminal", "no")).To(Succeed())
 	lines := strings.Split(out.String(), "\n")
@@ -237,6 +238,14 @@ func TestStatusWideShowsTheLastRehearsal(t *testing.T) {
 	g.Expect(rows.Items).To(HaveLen(1))
 	g.Expect(rows.Items[0].LastRehearsal).NotTo(BeNil())
 	g.Expect(rows.Items[0].LastRehearsal.Succeeded).To(BeTrue())
+}
+
+// withRecord puts rec on p as the driver's record (unsigned: status reads
+// it for display only).
+func withRecord(g Gomega, p *backupsv1alpha1.Plan, rec planrecord.Record) {
+	raw, err := json.Marshal(rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	p.Annotations = map[string]string{planrecord.Annotation: string(raw)}
 }
 
 // --latest passes over Backups whose inspection failed (never good) and

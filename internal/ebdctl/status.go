@@ -12,9 +12,11 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
-	planschedule "github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
 
 // Backup states of an application, as status shows them.
@@ -208,7 +210,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 		if isEtcdRef(p.Spec.ApplicationRef) && p.DeletionTimestamp == nil {
 			f := get(appID{p.Namespace, p.Spec.ApplicationRef.Name})
 			f.plans = append(f.plans, p)
-			f.noteRehearsal(p.Status.LastRehearsal)
+			f.noteRehearsal(planRehearsal(&p))
 		}
 	}
 	for i := range backups {
@@ -264,11 +266,11 @@ func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
 	for i := range f.plans {
 		p := &f.plans[i]
 		r.Plans = append(r.Plans, p.Name)
-		if p.Spec.Suspend {
+		if planpolicy.Suspended(p.Annotations) {
 			paused++
 			continue
 		}
-		d, err := freshness.PlanInterval(p.Spec.Schedule.Cron, p.Spec.Schedule.TimeZone, planschedule.HashKey(p.Namespace, p.Name), now)
+		d, err := freshness.PlanInterval(p.Spec.Schedule.Cron, cronschedule.HashKey(p.Namespace, p.Name), now)
 		if err != nil || d == 0 {
 			invalid = append(invalid, p.Name)
 			continue
@@ -283,9 +285,6 @@ func judge(id appID, f *appFacts, now time.Time, factor float64) StatusRow {
 	case active != nil:
 		r.Plans = append([]string{active.Name}, without(r.Plans, active.Name)...)
 		r.Schedule, r.IntervalSeconds, r.NextRun = scheduleOf(active), int64(interval.Seconds()), nextRun(active, now)
-		if active.Spec.Schedule.TimeZone != "" {
-			r.Schedule += " (" + active.Spec.Schedule.TimeZone + ")"
-		}
 		switch planAge := now.Sub(active.CreationTimestamp.Time); {
 		case newest != nil && !freshness.Stale(backupAge, interval, factor):
 			r.State = StateOK
@@ -323,21 +322,22 @@ func scheduleOf(p *backupsv1alpha1.Plan) string {
 	if !hashcron.Has(expr) {
 		return expr
 	}
-	resolved, err := hashcron.Resolve(strings.TrimSpace(expr), planschedule.HashKey(p.Namespace, p.Name))
+	resolved, err := hashcron.Resolve(strings.TrimSpace(expr), cronschedule.HashKey(p.Namespace, p.Name))
 	if err != nil {
 		return expr
 	}
 	return expr + " = " + resolved
 }
 
-// nextRun is the Plan's next run: its status.nextScheduleTime, or, where
-// the installed CRD does not keep that field (Cozystack's own), the next
-// time of its schedule after now, computed as the driver does.
+// nextRun is the Plan's next run: as the driver's scheduler recorded it on
+// the Plan, or, where another scheduler runs it (Cozystack's Plan
+// controller), the next time of its schedule after now, computed as the
+// driver does.
 func nextRun(p *backupsv1alpha1.Plan, now time.Time) *time.Time {
-	if t := p.Status.NextScheduleTime; t != nil {
-		return &t.Time
+	if rec, ok := planrecord.Peek(p); ok && rec.NextScheduleTime != nil {
+		return &rec.NextScheduleTime.Time
 	}
-	s, err := planschedule.ParseSchedule(p.Spec.Schedule.Cron, p.Spec.Schedule.TimeZone, planschedule.HashKey(p.Namespace, p.Name))
+	s, err := cronschedule.Parse(p.Spec.Schedule.Cron, cronschedule.HashKey(p.Namespace, p.Name))
 	if err != nil {
 		return nil
 	}
@@ -345,6 +345,16 @@ func nextRun(p *backupsv1alpha1.Plan, now time.Time) *time.Time {
 		return &next
 	}
 	return nil
+}
+
+// planRehearsal is the newest drill of p as the driver recorded it on p.
+func planRehearsal(p *backupsv1alpha1.Plan) *backupsv1alpha1.RehearsalRecord {
+	rec, ok := planrecord.Peek(p)
+	if !ok || rec.LastRehearsal == nil {
+		return nil
+	}
+	r := rec.LastRehearsal
+	return &backupsv1alpha1.RehearsalRecord{RestoreJob: r.RestoreJob, Backup: r.Backup, Succeeded: r.Succeeded, CompletedAt: r.CompletedAt, Message: r.Message}
 }
 
 func without(list []string, s string) []string {

@@ -19,6 +19,8 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 )
 
@@ -60,7 +62,7 @@ func plan(ns, name, app, cron string, age time.Duration) *backupsv1alpha1.Plan {
 func TestStatusJudgesEachApplication(t *testing.T) {
 	week := 7 * 24 * time.Hour
 	suspended := plan("t-susp", "p", "etcd", "@daily", week)
-	suspended.Spec.Suspend = true
+	suspended.Annotations = map[string]string{planpolicy.Suspend: "true"}
 	plans := []backupsv1alpha1.Plan{
 		*plan("t-ok", "nightly", "etcd", "0 2 * * *", week),
 		*plan("t-stale", "nightly", "etcd", "0 2 * * *", week),
@@ -242,8 +244,9 @@ func TestStatusAllNamespacesSaysWhichStrategiesShareAKey(t *testing.T) {
 }
 
 // A Plan with H terms shows what they resolve to and when it runs next:
-// status.nextScheduleTime when the CRD keeps it, else the schedule's next
-// time computed as the driver does (Cozystack's CRD prunes the field).
+// the time the driver's scheduler recorded on the Plan, else the schedule's
+// next time computed as the driver does (Cozystack's Plan controller
+// records none).
 func TestStatusShowsTheHashedScheduleAndNextRun(t *testing.T) {
 	g := NewWithT(t)
 	resolved, err := hashcron.Resolve("H 3 * * *", "tenant-a/nightly")
@@ -253,7 +256,7 @@ func TestStatusShowsTheHashedScheduleAndNextRun(t *testing.T) {
 	// now is 12:00, so the next 03:MM is tomorrow's.
 	next := time.Date(now.Year(), now.Month(), now.Day()+1, 3, minute, 0, 0, time.UTC)
 	fromStatus := plan("tenant-b", "nightly", "etcd", "H 3 * * *", time.Hour)
-	fromStatus.Status.NextScheduleTime = ptr(metav1.NewTime(now.Add(90 * time.Minute)))
+	withRecord(g, fromStatus, planrecord.Record{NextScheduleTime: ptr(metav1.NewTime(now.Add(90 * time.Minute)))})
 
 	rows := statusRows(nil, []backupsv1alpha1.Plan{*plan("tenant-a", "nightly", "etcd", "H 3 * * *", time.Hour), *fromStatus}, nil, now, 1.5)
 	g.Expect(rows).To(HaveLen(2))

@@ -19,8 +19,9 @@ import (
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
 // Metric names the Collector serves. The chart's alerts and dashboard use them.
@@ -119,7 +120,7 @@ type appStats struct {
 
 // scheduleKey identifies a schedule's interval; hashKey is set only for
 // schedules with H terms, whose runs differ from Plan to Plan.
-type scheduleKey struct{ cron, timeZone, hashKey string }
+type scheduleKey struct{ cron, hashKey string }
 
 type cachedInterval struct {
 	interval time.Duration
@@ -252,10 +253,10 @@ func (c *Collector) collectPlans(ch chan<- prometheus.Metric, now time.Time) {
 	slices.SortFunc(plans, func(a, b any) int { return strings.Compare(planName(a), planName(b)) })
 	for _, obj := range plans {
 		p, ok := obj.(*backupsv1alpha1.Plan)
-		if !ok || p.DeletionTimestamp != nil || p.Spec.Suspend || !isEtcdApplication(p.Spec.ApplicationRef) {
+		if !ok || p.DeletionTimestamp != nil || planpolicy.Suspended(p.Annotations) || !isEtcdApplication(p.Spec.ApplicationRef) {
 			continue
 		}
-		interval, ok := c.interval(p.Spec.Schedule, plan.HashKey(p.Namespace, p.Name), now)
+		interval, ok := c.interval(p.Spec.Schedule, cronschedule.HashKey(p.Namespace, p.Name), now)
 		if !ok || perNamespace[p.Namespace] >= MaxSeriesPerNamespace {
 			continue
 		}
@@ -278,13 +279,13 @@ func (c *Collector) interval(s backupsv1alpha1.PlanSchedule, hashKey string, now
 	if s.Type != backupsv1alpha1.PlanScheduleTypeEmpty && s.Type != backupsv1alpha1.PlanScheduleTypeCron {
 		return 0, false
 	}
-	key := scheduleKey{cron: s.Cron, timeZone: s.TimeZone}
+	key := scheduleKey{cron: s.Cron}
 	if hashcron.Has(s.Cron) {
 		key.hashKey = hashKey
 	}
 	v, ok := c.intervals[key]
 	if !ok || now.Sub(v.at) >= intervalTTL || now.Before(v.at) {
-		d, err := PlanInterval(s.Cron, s.TimeZone, hashKey, now)
+		d, err := PlanInterval(s.Cron, hashKey, now)
 		v = cachedInterval{interval: d, valid: err == nil && d > 0, at: now}
 	}
 	v.seen = c.scrape

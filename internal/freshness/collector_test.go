@@ -16,6 +16,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
 var now = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
@@ -82,7 +83,7 @@ func TestCollectorDerivesFreshnessFromBackupsAndPlans(t *testing.T) {
 	deleting.DeletionTimestamp = ptr(metav1.NewTime(now))
 
 	suspended := planFor("tenant-b", "paused", "etcd", "@daily")
-	suspended.Spec.Suspend = true
+	suspended.Annotations = map[string]string{planpolicy.Suspend: "true"}
 	notEtcd := planFor("tenant-a", "pg", "db", "@hourly")
 	notEtcd.Spec.ApplicationRef.Kind = "Postgres"
 

@@ -3,7 +3,7 @@ package freshness
 import (
 	"time"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 )
 
 // DefaultStaleFactor is how many Plan intervals old an application's newest
@@ -22,7 +22,7 @@ const intervalRuns = 64
 // runs after from: the longest a correctly working Plan leaves its
 // application without a new backup. Daylight-saving changes make a daily
 // schedule's interval 25h. Zero means the schedule never runs.
-func Interval(s plan.Schedule, from time.Time) time.Duration {
+func Interval(s cronschedule.Schedule, from time.Time) time.Duration {
 	var longest time.Duration
 	prev := s.Next(from)
 	if prev.IsZero() {
@@ -39,11 +39,11 @@ func Interval(s plan.Schedule, from time.Time) time.Duration {
 	return longest
 }
 
-// PlanInterval parses a Plan's cron expression and time zone (H terms
-// resolved for key, plan.HashKey of the Plan) and returns its Interval from
-// now.
-func PlanInterval(cron, timeZone, key string, now time.Time) (time.Duration, error) {
-	s, err := plan.ParseSchedule(cron, timeZone, key)
+// PlanInterval parses a Plan's cron expression (its CRON_TZ= prefix
+// included, H terms resolved for key, cronschedule.HashKey of the Plan) and
+// returns its Interval from now.
+func PlanInterval(cron, key string, now time.Time) (time.Duration, error) {
+	s, err := cronschedule.Parse(cron, key)
 	if err != nil {
 		return 0, err
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -56,7 +57,13 @@ func TestOneInformerPerKindAndTrimmedHistory(t *testing.T) {
 	plan := &backupsv1alpha1.Plan{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
 		Spec: backupsv1alpha1.PlanSpec{ApplicationRef: app, BackupClassName: "etcd",
 			Schedule: backupsv1alpha1.PlanSchedule{Cron: "0 3 * * *"}}}
-	for _, obj := range []client.Object{job, rj, plan} {
+	// The class binds Etcd to an Etcd strategy (which does not exist): the
+	// Plan is the driver's.
+	class := &backupsv1alpha1.BackupClass{ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("strategy.backups.cozystack.io"), Kind: "Etcd", Name: "absent"}}}}}
+	for _, obj := range []client.Object{class, job, rj, plan} {
 		g.Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	}
 	g.Eventually(func(g Gomega) {

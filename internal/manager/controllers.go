@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plankeeper"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
@@ -37,6 +38,7 @@ var controllers = []struct {
 	{"restore", setupRestores},
 	{"rehearsal", setupRehearsals},
 	{"plan", setupPlans},
+	{"plankeeper", setupPlanKeeper},
 	{"backupdeletion", setupBackupDeletion},
 	{"metrics", setupBackupMetrics},
 	{"safetyretention", setupSafetyRetention},
@@ -45,18 +47,24 @@ var controllers = []struct {
 	{"backupinspection", setupBackupInspection},
 }
 
+// ControllerNames are the names --disable-controllers knows, in
+// registration order.
+func ControllerNames() []string {
+	out := make([]string, 0, len(controllers))
+	for _, c := range controllers {
+		out = append(out, c.name)
+	}
+	return out
+}
+
 // enabled is the controllers o leaves on; an unknown name is an error.
 func enabled(o Options) ([]setupFunc, error) {
 	off := map[string]bool{}
 	for _, n := range o.DisabledControllers {
 		off[n] = true
 	}
-	var (
-		on    []setupFunc
-		known []string
-	)
+	var on []setupFunc
 	for _, c := range controllers {
-		known = append(known, c.name)
 		if off[c.name] {
 			delete(off, c.name)
 			continue
@@ -64,7 +72,7 @@ func enabled(o Options) ([]setupFunc, error) {
 		on = append(on, c.setup)
 	}
 	for n := range off {
-		return nil, fmt.Errorf("--disable-controllers: unknown controller %q (known: %s)", n, strings.Join(known, ", "))
+		return nil, fmt.Errorf("--disable-controllers: unknown controller %q (known: %s)", n, strings.Join(ControllerNames(), ", "))
 	}
 	return on, nil
 }
@@ -174,20 +182,38 @@ func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
 	return r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: o.MaxConcurrentReconciles})
 }
 
+// setupPlans runs the driver's own Plan scheduler; off
+// (--disable-controllers=plan) where Cozystack's Plan controller schedules.
 func setupPlans(mgr ctrl.Manager, o Options, d deps) error {
-	var clk clock.PassiveClock = clock.RealClock{}
-	if o.Clock != nil {
-		clk = o.Clock
-	}
 	r := &plan.Reconciler{
 		Client:    o.client(mgr),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  d.events,
-		Clock:     clk,
+		Clock:     o.passiveClock(),
 		Keys:      d.keys,
-		Schema:    d.schema,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+// setupPlanKeeper runs retention and drills for every Etcd Plan, whoever
+// schedules it.
+func setupPlanKeeper(mgr ctrl.Manager, o Options, d deps) error {
+	r := &plankeeper.Reconciler{
+		Client:    o.client(mgr),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  d.events,
+		Clock:     o.passiveClock(),
+		Keys:      d.keys,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+// passiveClock is o.Clock, or the real clock.
+func (o Options) passiveClock() clock.PassiveClock {
+	if o.Clock != nil {
+		return o.Clock
+	}
+	return clock.RealClock{}
 }
 
 func setupBackupDeletion(mgr ctrl.Manager, o Options, d deps) error {

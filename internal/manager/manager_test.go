@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"testing"
 	"time"
 
@@ -83,4 +84,13 @@ func TestDisableControllers(t *testing.T) {
 	g.Expect(on).To(HaveLen(len(controllers) - 1))
 	_, err = enabled(Options{DisabledControllers: []string{"plans"}})
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown controller "plans"`)))
+
+	// With the driver's scheduler off (Cozystack's Plan controller
+	// schedules), retention and drills still run.
+	var left []uintptr
+	for _, f := range on {
+		left = append(left, reflect.ValueOf(f).Pointer())
+	}
+	g.Expect(left).To(ContainElement(reflect.ValueOf(setupFunc(setupPlanKeeper)).Pointer()))
+	g.Expect(left).NotTo(ContainElement(reflect.ValueOf(setupFunc(setupPlans)).Pointer()))
 }

@@ -90,7 +90,8 @@ type Options struct {
 	// besides the system's (an S3 service with a private CA).
 	S3CAFile string
 	// DisabledControllers names controllers not to run ("plan" leaves
-	// Plans to Cozystack's own scheduler).
+	// scheduling Plans to Cozystack's own Plan controller; "plankeeper",
+	// retention and drills, runs either way).
 	DisabledControllers []string
 	// StagingImage is the image of the restore's staging Job (the
 	// driver's own image, which carries /etcd-stage); empty means
@@ -114,7 +115,7 @@ type Options struct {
 	// WrapClient, when set, wraps the client every controller uses. Tests
 	// use it to inject failures and crashes at chosen API writes. No flag.
 	WrapClient func(client.Client) client.Client
-	// Clock is the time source of the Plan scheduler and of the backup
+	// Clock is the time source of the Plan controllers and of the backup
 	// age metrics; nil means the real clock. Tests and the sandbox set a
 	// fake one. No flag.
 	Clock clock.PassiveClock
@@ -227,7 +228,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.S3CAFile, "s3-ca-file", o.S3CAFile,
 		"PEM bundle of CAs that https S3 endpoints may chain to, besides the system's.")
 	fs.Func("disable-controllers",
-		"Comma-separated controllers not to run: backupjob, restore, rehearsal, plan, backupdeletion, metrics, safetyretention, sharedcreds, credbroker, backupinspection (plan leaves Plans to another scheduler).",
+		"Comma-separated controllers not to run: "+strings.Join(ControllerNames(), ", ")+
+			" (plan leaves scheduling Plans to Cozystack's Plan controller; plankeeper, their retention and drills, runs either way).",
 		func(v string) error {
 			o.DisabledControllers = append(o.DisabledControllers, splitList(v)...)
 			return nil

@@ -1,24 +1,23 @@
-// Package plan runs Plans: it starts a BackupJob at each cron time (in the
-// Plan's time zone, within a starting deadline, honouring the concurrency
-// policy), prunes the Plan's finished BackupJobs to the history limits,
-// applies retention to the Plan's Backups, and runs the Plan's drills
-// (dry-run RestoreJobs of its newest good Backup on spec.drill.cron) and
-// judges whether a rehearsal is overdue.
+// Package plan is the driver's own Plan scheduler, for platforms without
+// Cozystack's Plan controller (and the sandbox): it starts a BackupJob at
+// each cron time (in the time zone of the cron's CRON_TZ= prefix, within a
+// starting deadline, honouring the concurrency policy and suspension the
+// Plan's annotations set) and prunes the Plan's finished BackupJobs to the
+// history limits. It acts only on Plans of the Etcd strategy. What applies
+// to a Plan's Backups whoever schedules it (retention, drills) is
+// internal/plankeeper's, which runs whether this controller does or not.
 package plan
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -26,12 +25,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
-// ControllerName names the controller in logs, metrics and Events.
+// ControllerName names the controller in logs, metrics, Events and
+// --disable-controllers.
 const ControllerName = "plan"
+
+// conflictRetry is how soon a reconcile whose write met a newer Plan
+// decides again.
+const conflictRetry = time.Second
 
 // Reconciler schedules one Plan at a time.
 type Reconciler struct {
@@ -44,65 +49,59 @@ type Reconciler struct {
 	Recorder events.EventRecorder
 	// Clock is the time source; tests inject a fake one.
 	Clock clock.PassiveClock
-	// Keys verify Backups: retention counts only Backups the driver
-	// recorded for this Plan, ordered by the time it signed.
+	// Keys sign and verify the driver's record on a Plan.
 	Keys provenance.Keys
-	// Schema says which Plan fields the installed CRD serves; nil assumes
-	// the driver's own CRD.
-	Schema *servedschema.Schema
 }
 
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans/status,verbs=get;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;delete
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile validates the schedule, starts the due run if any, prunes job
-// history and Backups, writes status once, and asks to be called again at
-// the next run time.
+// history, writes the record and conditions once, and asks to be called
+// again at the next run time.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var plan backupsv1alpha1.Plan
 	if err := r.Client.Get(ctx, req.NamespacedName, &plan); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetDrillMetrics(req.Namespace, req.Name)
-		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if plan.DeletionTimestamp != nil {
-		// Owned BackupJobs and drills go with the Plan through garbage
-		// collection.
-		forgetDrillMetrics(plan.Namespace, plan.Name)
+		// Owned BackupJobs go with the Plan through garbage collection.
 		return ctrl.Result{}, nil
 	}
-	before := plan.DeepCopy()
-	now := r.Clock.Now()
-
-	r.noteServedFields(ctx, &plan)
-	sched, err := r.validate(&plan)
+	if strategy, err := planrecord.EtcdStrategy(ctx, r.Client, &plan); err != nil || strategy == "" {
+		return ctrl.Result{}, err
+	}
+	rec, ignored, err := planrecord.Read(ctx, r.Keys, &plan)
 	if err != nil {
-		// A failed status write is worth retrying; the bad spec is not.
-		if perr := r.patchStatus(ctx, before, &plan); perr != nil {
-			return ctrl.Result{}, perr
+		return ctrl.Result{}, err
+	}
+	if ignored != "" {
+		log.FromContext(ctx).Info("the Plan's record is not the driver's; starting from its BackupJobs", "annotation", planrecord.Annotation, "why", ignored)
+	}
+	now := r.Clock.Now()
+	w := &work{plan: &plan, rec: rec, policy: planpolicy.ParsePlan(&plan, planpolicy.Bounds{}).Scheduler}
+
+	sched, err := r.validate(w)
+	if err != nil {
+		// A failed write is worth retrying; the bad spec is not.
+		if serr := r.save(ctx, w); serr != nil {
+			return r.retry(ctx, serr)
 		}
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
-
 	obs, err := r.observe(ctx, &plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
-	next, runErr := r.runDue(ctx, &plan, obs, sched, now)
-	r.noteNextRun(ctx, &plan, next)
-	pruneErr := r.pruneJobs(ctx, &plan, obs)
-	retainErr := r.applyRetention(ctx, &plan, obs, now)
-	plan.Status.LastSuccessfulBackup = NewestReady(obs.backups)
-	nextDrill, drillErr := r.drill(ctx, &plan, &before.Status, obs, now)
-	next = earliest(next, nextDrill)
-
-	if err := errors.Join(runErr, pruneErr, retainErr, drillErr, r.patchStatus(ctx, before, &plan)); err != nil {
+	next, runErr := r.runDue(ctx, w, obs, sched, now)
+	pruneErr := r.pruneJobs(ctx, w, obs)
+	if err := r.save(ctx, w); err != nil {
+		return r.retry(ctx, err)
+	}
+	if err := errors.Join(runErr, pruneErr); err != nil {
 		return ctrl.Result{}, err
 	}
 	if next.IsZero() {
@@ -112,62 +111,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: max(next.Sub(now), time.Second)}, nil
 }
 
-// patchStatus writes the status changes made to plan since before.
-func (r *Reconciler) patchStatus(ctx context.Context, before, plan *backupsv1alpha1.Plan) error {
-	if err := r.Client.Status().Patch(ctx, plan, client.MergeFrom(before)); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("patch status of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	return nil
+// work is what one reconcile decides about a Plan: its record and the
+// conditions of the scheduler's types, written once at the end.
+type work struct {
+	plan   *backupsv1alpha1.Plan
+	rec    planrecord.Record
+	policy planpolicy.Scheduler
+	update planrecord.Update
 }
 
-// SetupWithManager registers the controller: Plans, the BackupJobs they own,
-// their Backups (by the plan label) and RestoreJobs (which pin Backups
-// against retention).
+func (r *Reconciler) save(ctx context.Context, w *work) error {
+	w.update.Record = w.rec
+	return planrecord.Save(ctx, r.Client, r.Keys, w.plan, w.update)
+}
+
+// retry decides again soon after a write lost to a concurrent one (the
+// plan policy controller's, Cozystack's): every step is idempotent.
+func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		log.FromContext(ctx).V(1).Info("the Plan changed since it was read; deciding again", "reason", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// SetupWithManager registers the controller: Plans (their spec and the
+// tenant's annotations, not the driver's own writes), the BackupJobs they
+// own, and BackupClasses (a Plan whose class appears or changes may become
+// the driver's).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&backupsv1alpha1.Plan{}).
+		For(&backupsv1alpha1.Plan{}, builder.WithPredicates(planrecord.Changes())).
 		Owns(&backupsv1alpha1.BackupJob{}).
-		Watches(&backupsv1alpha1.Backup{}, handler.EnqueueRequestsFromMapFunc(planOfBackup)).
-		Watches(&backupsv1alpha1.RestoreJob{}, handler.EnqueueRequestsFromMapFunc(r.planOfRestore)).
+		Watches(&backupsv1alpha1.BackupClass{}, handler.EnqueueRequestsFromMapFunc(planrecord.PlansOfClass(mgr.GetClient()))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrent}).
 		Complete(r)
-}
-
-// planOfBackup maps a Backup to the Plan its spec names (a label value may
-// only be a hash of a long Plan name).
-func planOfBackup(_ context.Context, obj client.Object) []reconcile.Request {
-	b, ok := obj.(*backupsv1alpha1.Backup)
-	if !ok || b.Spec.PlanRef == nil || b.Spec.PlanRef.Name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.PlanRef.Name}}}
-}
-
-// planOfRestore maps a RestoreJob to the Plan of the Backup it reads (a
-// finished restore may release a Backup that retention had to keep) and
-// to the Plan that owns it (a drill whose end the Plan records).
-func (r *Reconciler) planOfRestore(ctx context.Context, obj client.Object) []reconcile.Request {
-	rj, ok := obj.(*backupsv1alpha1.RestoreJob)
-	if !ok {
-		return nil
-	}
-	var out []reconcile.Request
-	if ref := metav1.GetControllerOf(rj); ref != nil && ref.Kind == "Plan" && strings.HasPrefix(ref.APIVersion, backupsv1alpha1.GroupVersion.Group+"/") {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rj.Namespace, Name: ref.Name}})
-	}
-	if rj.Spec.BackupRef.Name == "" {
-		return out
-	}
-	var b backupsv1alpha1.Backup
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}, &b); err != nil {
-		if !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "read the Backup of a RestoreJob", "namespace", rj.Namespace, "backup", rj.Spec.BackupRef.Name)
-		}
-		return out
-	}
-	return append(out, planOfBackup(ctx, &b)...)
 }

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -40,14 +40,14 @@ func TestControllerDownThreeHours(t *testing.T) {
 
 	jobs := ownJobs(g, p)
 	g.Expect(jobs).To(HaveLen(1))
-	g.Expect(jobs[0].Name).To(Equal(JobName(p.Name, due)))
+	g.Expect(jobs[0].Name).To(Equal(cronschedule.RunName(p.Name, due)))
 	g.Expect(testutil.ToFloat64(skippedRunsTotal.WithLabelValues(backupsv1alpha1.PlanReasonMissedStartingDeadline)) - missedBefore).To(Equal(17.0))
 	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonMissedStartingDeadline)).To(ConsistOf(ContainSubstring("skipped 17 runs")))
 
-	st := getPlan(g, p).Status
-	g.Expect(st.LastScheduleTime.Time).To(BeTemporally("==", due))
-	g.Expect(st.LastSkippedTime.Time).To(BeTemporally("==", due.Add(-10*time.Minute)))
-	g.Expect(st.NextScheduleTime.Time).To(BeTemporally("==", due.Add(10*time.Minute)))
+	rec := record(g, p)
+	g.Expect(rec.LastScheduleTime.Time).To(BeTemporally("==", due))
+	g.Expect(rec.LastSkippedTime.Time).To(BeTemporally("==", due.Add(-10*time.Minute)))
+	g.Expect(rec.NextScheduleTime.Time).To(BeTemporally("==", due.Add(10*time.Minute)))
 
 	// Reconciling again at the same instant changes nothing and reports nothing.
 	_, err = h.reconcile(p)
@@ -64,9 +64,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(g)
 	forbid := createPlan(g, ns, "forbid", "0 * * * *", "Europe/Berlin", nil)
-	allow := createPlan(g, ns, "allow", "0 * * * *", "Europe/Berlin", func(p *backupsv1alpha1.Plan) {
-		p.Spec.ConcurrencyPolicy = backupsv1alpha1.ConcurrencyAllow
-	})
+	allow := createPlan(g, ns, "allow", "0 * * * *", "Europe/Berlin", map[string]string{planpolicy.ConcurrencyPolicy: "Allow"})
 	running := &backupsv1alpha1.BackupJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "adhoc"},
 		Spec: backupsv1alpha1.BackupJobSpec{
@@ -84,13 +82,13 @@ func TestConcurrencyPolicy(t *testing.T) {
 	_, err := h.reconcile(forbid)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownJobs(g, forbid)).To(BeEmpty())
-	st := getPlan(g, forbid).Status
-	cond := meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionScheduled)
+	cond := meta.FindStatusCondition(getPlan(g, forbid).Status.Conditions, backupsv1alpha1.PlanConditionScheduled)
 	g.Expect(cond).NotTo(BeNil())
 	g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.PlanReasonConcurrencyForbidden))
-	g.Expect(st.LastSkippedTime.Time).To(BeTemporally("==", first))
-	g.Expect(st.LastScheduleTime).To(BeNil())
+	rec := record(g, forbid)
+	g.Expect(rec.LastSkippedTime.Time).To(BeTemporally("==", first))
+	g.Expect(rec.LastScheduleTime).To(BeNil())
 
 	_, err = h.reconcile(allow)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -112,7 +110,7 @@ func TestConcurrencyPolicy(t *testing.T) {
 	jobs := ownJobs(g, forbid)
 	g.Expect(jobs).To(HaveLen(1))
 	j := jobs[0]
-	g.Expect(j.Name).To(Equal(JobName("forbid", second)))
+	g.Expect(j.Name).To(Equal(cronschedule.RunName("forbid", second)))
 	g.Expect(j.Labels).To(HaveKeyWithValue(backupsv1alpha1.ApplicationNameLabel, "etcd"))
 	g.Expect(j.Spec.PlanRef.Name).To(Equal("forbid"))
 	g.Expect(j.Spec.ApplicationRef.APIGroupOrEmpty()).To(Equal("apps.cozystack.io"))
@@ -122,30 +120,47 @@ func TestConcurrencyPolicy(t *testing.T) {
 	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.PlanReasonJobCreated))
 }
 
-// A status write lost after the BackupJob was created does not make the
-// run happen twice: the job's own record of its run time counts.
-func TestLostStatusWriteDoesNotRepeatARun(t *testing.T) {
+// A crash between the BackupJob's creation and the write of the Plan's
+// record (or a record the tenant removed or forged) does not make the run
+// happen twice: the job's own record of its run time counts.
+func TestLostRecordDoesNotRepeatARun(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "crashy", "*/5 * * * *", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.ConcurrencyPolicy = backupsv1alpha1.ConcurrencyAllow
-	})
+	p := createPlan(g, ns, "crashy", "*/5 * * * *", "", map[string]string{planpolicy.ConcurrencyPolicy: "Allow"})
 	sched := mustParse(t, "*/5 * * * *", "")
 	due := nthRun(sched, p.CreationTimestamp.Time, 1)
 	h := newHarness(due.Add(10 * time.Second))
+	h.r.Client = failRecordWrites{Client: env.Client}
 	_, err := h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(err).To(MatchError(ContainSubstring("crashed")))
+	g.Expect(ownJobs(g, p)).To(HaveLen(1))
+	g.Expect(getPlan(g, p).Annotations).NotTo(HaveKey(planrecord.Annotation), "the record was written")
 
-	// Forget the status, as if the write never landed.
-	cur := getPlan(g, p)
-	cur.Status = backupsv1alpha1.PlanStatus{}
-	g.Expect(env.Client.Status().Update(context.Background(), cur)).To(Succeed())
-
+	h.r.Client = env.Client
 	h.clk.Step(time.Minute)
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownJobs(g, p)).To(HaveLen(1))
-	g.Expect(getPlan(g, p).Status.LastScheduleTime.Time).To(BeTemporally("==", due))
+	g.Expect(record(g, p).LastScheduleTime.Time).To(BeTemporally("==", due))
+
+	for _, forged := range []string{`{"lastScheduleTime":"2000-01-01T00:00:00Z"}`, "not json", ""} {
+		annotate(g, p, map[string]string{planrecord.Annotation: forged})
+		_, err = h.reconcile(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(ownJobs(g, p)).To(HaveLen(1), "record %q", forged)
+		g.Expect(record(g, p).LastScheduleTime.Time).To(BeTemporally("==", due))
+	}
+}
+
+// failRecordWrites fails every patch of a Plan, as a driver that crashed
+// right after creating the BackupJob.
+type failRecordWrites struct{ client.Client }
+
+func (c failRecordWrites) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*backupsv1alpha1.Plan); ok {
+		return errors.New("crashed before writing the Plan")
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
 }
 
 // A bad cron expression or time zone is reported with valid, typed reasons
@@ -157,6 +172,7 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 	h := newHarness(time.Now().Add(time.Hour))
 
 	for _, tc := range []struct{ name, cron, tz, reason string }{
+		{"badprefix", "TZ= 0 3 * * *", "", backupsv1alpha1.PlanReasonInvalidTimeZone},
 		{"badcron", "every day at noon", "", backupsv1alpha1.PlanReasonInvalidCron},
 		{"badtz", "0 3 * * *", "Europe/Atlantis", backupsv1alpha1.PlanReasonInvalidTimeZone},
 		{"badhash", "H(0-60) 3 * * *", "", backupsv1alpha1.PlanReasonInvalidCron},
@@ -164,24 +180,23 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 		p := createPlan(g, ns, tc.name, tc.cron, tc.tz, nil)
 		_, err := h.reconcile(p)
 		g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeTrue(), "error %v must be terminal", err)
-		st := getPlan(g, p).Status
-		cond := meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionError)
+		cond := meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionError)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue))
 		g.Expect(cond.Reason).To(Equal(tc.reason))
-		g.Expect(st.NextScheduleTime).To(BeNil())
+		g.Expect(record(g, p).NextScheduleTime).To(BeNil())
 		g.Expect(ownJobs(g, p)).To(BeEmpty())
 		g.Expect(containing(h.events(), tc.reason)).NotTo(BeEmpty())
 
 		cur := getPlan(g, p)
-		cur.Spec.Schedule = backupsv1alpha1.PlanSchedule{Cron: "0 3 * * *", TimeZone: "Europe/Berlin"}
+		cur.Spec.Schedule = backupsv1alpha1.PlanSchedule{Cron: "CRON_TZ=Europe/Berlin 0 3 * * *"}
 		g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
 		_, err = h.reconcile(p)
 		g.Expect(err).NotTo(HaveOccurred())
 		cond = meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionError)
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(cond.Reason).To(Equal(backupsv1alpha1.PlanReasonScheduleValid))
-		g.Expect(getPlan(g, p).Status.NextScheduleTime).NotTo(BeNil())
+		g.Expect(record(g, p).NextScheduleTime).NotTo(BeNil())
 	}
 }
 
@@ -189,9 +204,8 @@ func TestInvalidScheduleIsReported(t *testing.T) {
 // not started on resume.
 func TestSuspend(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "paused", "*/5 * * * *", "", func(p *backupsv1alpha1.Plan) { p.Spec.Suspend = true })
+	p := createPlan(g, ns, "paused", "*/5 * * * *", "", map[string]string{planpolicy.Suspend: "true"})
 	sched := mustParse(t, "*/5 * * * *", "")
 	due := nthRun(sched, p.CreationTimestamp.Time, 1)
 	h := newHarness(due.Add(10 * time.Second))
@@ -199,18 +213,15 @@ func TestSuspend(t *testing.T) {
 	_, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownJobs(g, p)).To(BeEmpty())
-	st := getPlan(g, p).Status
-	g.Expect(st.NextScheduleTime).To(BeNil())
-	g.Expect(meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionScheduled).Reason).To(Equal(backupsv1alpha1.PlanReasonSuspended))
+	g.Expect(record(g, p).NextScheduleTime).To(BeNil())
+	g.Expect(meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionScheduled).Reason).To(Equal(backupsv1alpha1.PlanReasonSuspended))
 
-	cur := getPlan(g, p)
-	cur.Spec.Suspend = false
-	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	annotate(g, p, map[string]string{planpolicy.Suspend: ""})
 	h.clk.Step(20 * time.Second)
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownJobs(g, p)).To(BeEmpty())
-	g.Expect(getPlan(g, p).Status.NextScheduleTime.Time).To(BeTemporally("==", sched.Next(due)))
+	g.Expect(record(g, p).NextScheduleTime.Time).To(BeTemporally("==", sched.Next(due)))
 }
 
 // Finished BackupJobs beyond the history limits are deleted, oldest first;
@@ -219,9 +230,7 @@ func TestHistoryPruning(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "hist", "@yearly", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.SuccessfulJobsHistoryLimit = ptr.To[int32](2)
-	})
+	p := createPlan(g, ns, "hist", "@yearly", "", map[string]string{planpolicy.SuccessfulJobsHistoryLimit: "2"})
 	p = getPlan(g, p)
 	base := p.CreationTimestamp.Add(-48 * time.Hour)
 	phases := map[string]backupsv1alpha1.BackupJobPhase{
@@ -251,190 +260,6 @@ func TestHistoryPruning(t *testing.T) {
 	g.Expect(containing(h.events(), reasonJobPruned)).To(HaveLen(3))
 }
 
-// testKeys sign the Backups these tests create, as the backup path would.
-var testKeys = provenance.StaticKeys{ActiveID: "t", Keys: map[string][]byte{"t": []byte(strings.Repeat("t", 32))}}
-
-// planBackup is a Backup of plan, as the backup path records it; sealed
-// unless forged.
-func planBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase backupsv1alpha1.BackupPhase, forged bool) *backupsv1alpha1.Backup {
-	rec := artifact.Record{SnapshotName: name + "-snap", Destination: strategyv1alpha1.EtcdS3Template{
-		Bucket: "bkt", Endpoint: "https://s3.example.com", Key: ns + "/etcd/",
-		CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
-	b := &backupsv1alpha1.Backup{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{backupsv1alpha1.PlanNameLabel: plan}},
-		Spec: backupsv1alpha1.BackupSpec{
-			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
-			PlanRef:        &backupsv1alpha1.LocalObjectReference{Name: plan},
-			StrategyRef:    backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("strategy.backups.cozystack.io"), Kind: "Etcd", Name: "s3"},
-			TakenAt:        metav1.NewTime(takenAt),
-			DriverMetadata: rec.DriverMetadata(),
-		},
-		Status: backupsv1alpha1.BackupStatus{Phase: phase},
-	}
-	if !forged {
-		g.Expect(provenance.Seal(context.Background(), testKeys, b)).To(Succeed())
-	}
-	g.Expect(env.Client.Create(context.Background(), b)).To(Succeed())
-	return b
-}
-
-func createBackup(g Gomega, ns, name, plan string, takenAt time.Time, phase backupsv1alpha1.BackupPhase) {
-	planBackup(g, ns, name, plan, takenAt, phase, false)
-}
-
-func backupNames(g Gomega, ns string) []string {
-	var list backupsv1alpha1.BackupList
-	g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
-	var out []string
-	for _, b := range list.Items {
-		out = append(out, b.Name)
-	}
-	return out
-}
-
-// Retention keeps the newest Backups, never the one a RestoreJob is using
-// and never the newest Ready one, and releases a Backup once its restore
-// finishes.
-func TestRetention(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(g)
-	p := createPlan(g, ns, "keep", "@yearly", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](2)}
-	})
-	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
-	ready, failed := backupsv1alpha1.BackupPhaseReady, backupsv1alpha1.BackupPhaseFailed
-	createBackup(g, ns, "b1", "keep", now.Add(-5*time.Hour), ready)
-	createBackup(g, ns, "b2", "keep", now.Add(-4*time.Hour), ready)
-	createBackup(g, ns, "b3", "keep", now.Add(-3*time.Hour), ready)
-	createBackup(g, ns, "b4", "keep", now.Add(-2*time.Hour), failed)
-	createBackup(g, ns, "b5", "keep", now.Add(-1*time.Hour), failed)
-	createBackup(g, ns, "other", "another-plan", now.Add(-9*time.Hour), ready)
-
-	rj := &backupsv1alpha1.RestoreJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
-		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "b1"}},
-	}
-	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
-	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
-	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
-
-	h := newHarness(now)
-	_, err := h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	// b4, b5: newest two; b3: newest Ready; b1: in use; other: not this Plan's.
-	g.Expect(backupNames(g, ns)).To(ConsistOf("b1", "b3", "b4", "b5", "other"))
-	g.Expect(getPlan(g, p).Status.LastSuccessfulBackup).To(Equal("b3"))
-
-	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseSucceeded
-	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
-	_, err = h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(backupNames(g, ns)).To(ConsistOf("b3", "b4", "b5", "other"))
-	g.Expect(containing(h.events(), reasonBackupPruned)).To(HaveLen(2))
-}
-
-// A restore that failed after it deleted the cluster, without putting it
-// back, still reads its Backup: it is the data to restore again, so
-// retention keeps it until a person ends the restore by deleting the
-// RestoreJob.
-func TestRetentionKeepsTheBackupOfAFailedRestoreNeedingAHand(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(g)
-	p := createPlan(g, ns, "keep1h", "@yearly", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)}
-	})
-	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
-	createBackup(g, ns, "old", "keep1h", now.Add(-2*time.Hour), backupsv1alpha1.BackupPhaseReady)
-	createBackup(g, ns, "new", "keep1h", now.Add(-1*time.Hour), backupsv1alpha1.BackupPhaseReady)
-	rj := &backupsv1alpha1.RestoreJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "broken"},
-		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "old"}},
-	}
-	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
-	t0 := metav1.Now()
-	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseFailed
-	rj.Status.Conditions = []metav1.Condition{
-		{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(backupsv1alpha1.ReasonRollbackFailed), Message: "m", LastTransitionTime: t0},
-		{Type: backupsv1alpha1.RestoreConditionPurged, Status: metav1.ConditionTrue, Reason: string(backupsv1alpha1.ReasonClusterPurged), Message: "m", LastTransitionTime: t0},
-		{Type: backupsv1alpha1.RestoreConditionRollback, Status: metav1.ConditionTrue, Reason: string(backupsv1alpha1.ReasonBootstrapFailed), Message: "m", LastTransitionTime: t0},
-	}
-	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
-
-	h := newHarness(now)
-	_, err := h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(backupNames(g, ns)).To(ConsistOf("old", "new"), "the Backup a failed restore may be redone from was pruned")
-
-	g.Expect(env.Client.Delete(ctx, rj)).To(Succeed())
-	_, err = h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(backupNames(g, ns)).To(ConsistOf("new"))
-}
-
-// staleCache hides every RestoreJob, as a cache that has not yet seen a
-// RestoreJob created a moment ago would.
-type staleCache struct{ client.Client }
-
-func (c staleCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if _, ok := list.(*backupsv1alpha1.RestoreJobList); ok {
-		return nil
-	}
-	return c.Client.List(ctx, list, opts...)
-}
-
-// Retention confirms with the API server that no restore reads a Backup
-// before deleting it, whatever the cache says.
-func TestRetentionDoesNotTrustTheCacheAboutRestores(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := newNamespace(g)
-	p := createPlan(g, ns, "keep1", "@yearly", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)}
-	})
-	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
-	createBackup(g, ns, "old", "keep1", now.Add(-2*time.Hour), backupsv1alpha1.BackupPhaseReady)
-	createBackup(g, ns, "new", "keep1", now.Add(-1*time.Hour), backupsv1alpha1.BackupPhaseReady)
-	g.Expect(env.Client.Create(ctx, &backupsv1alpha1.RestoreJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "just-created"},
-		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "old"}},
-	})).To(Succeed())
-
-	h := newHarness(now)
-	h.r.Client = staleCache{env.Client}
-	_, err := h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(backupNames(g, ns)).To(ConsistOf("old", "new"))
-}
-
-// A tenant's hand-written Backup with the Plan's labels and a time far in
-// the future neither pushes real Backups out of keepLast nor is pruned: it
-// is not the driver's, so retention does not see it.
-func TestRetentionIgnoresForgedBackups(t *testing.T) {
-	g := NewWithT(t)
-	ns := newNamespace(g)
-	p := createPlan(g, ns, "keep2", "@yearly", "", func(p *backupsv1alpha1.Plan) {
-		p.Spec.Retention = &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](2)}
-	})
-	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
-	ready := backupsv1alpha1.BackupPhaseReady
-	createBackup(g, ns, "real-1", "keep2", now.Add(-2*time.Hour), ready)
-	createBackup(g, ns, "real-2", "keep2", now.Add(-1*time.Hour), ready)
-	planBackup(g, ns, "forged-1", "keep2", time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), ready, true)
-	planBackup(g, ns, "forged-2", "keep2", time.Date(2099, 1, 2, 0, 0, 0, 0, time.UTC), ready, true)
-	// A real Backup edited to look newer is no longer verified either.
-	edited := planBackup(g, ns, "edited", "keep2", now.Add(-3*time.Hour), ready, false)
-	edited.Spec.TakenAt = metav1.NewTime(time.Date(2099, 1, 3, 0, 0, 0, 0, time.UTC))
-	g.Expect(env.Client.Update(context.Background(), edited)).To(Succeed())
-
-	h := newHarness(now)
-	_, err := h.reconcile(p)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(backupNames(g, ns)).To(ConsistOf("real-1", "real-2", "forged-1", "forged-2", "edited"))
-	g.Expect(getPlan(g, p).Status.LastSuccessfulBackup).To(Equal("real-2"))
-}
-
 // A tenant's 40 KB cron expression is quoted in the error; uncut, the
 // condition message exceeds the CRD's 32768 and every status write fails for
 // ever. The condition and the Event are cut like every other message.
@@ -451,5 +276,37 @@ func TestHugeCronIsReportedCut(t *testing.T) {
 	g.Expect(len(cond.Message)).To(BeNumerically("<=", textlimit.MaxMessage))
 	for _, e := range containing(h.events(), backupsv1alpha1.PlanReasonInvalidCron) {
 		g.Expect(len(e)).To(BeNumerically("<=", textlimit.MaxNote+200))
+	}
+}
+
+// A Plan whose BackupClass binds its application to another kind of
+// strategy (or names no class that exists) is not the driver's: nothing
+// is created and nothing is written to it, whatever its schedule says.
+func TestAPlanOfAnotherStrategyIsLeftAlone(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	class := &backupsv1alpha1.BackupClass{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "velero-"},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("strategy.backups.cozystack.io"), Kind: "Velero", Name: "v"},
+		}}},
+	}
+	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
+	for _, className := range []string{class.Name, "missing"} {
+		p := createPlan(g, ns, "other-"+strings.TrimSuffix(className, "-"), "* * * * *", "", nil)
+		cur := getPlan(g, p)
+		cur.Spec.BackupClassName = className
+		g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+		before := getPlan(g, p)
+		h := newHarness(p.CreationTimestamp.Add(90 * time.Second))
+		res, err := h.reconcile(p)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(res.RequeueAfter).To(BeZero())
+		g.Expect(ownJobs(g, p)).To(BeEmpty())
+		after := getPlan(g, p)
+		g.Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the Plan was written to")
+		g.Expect(h.events()).To(BeEmpty())
 	}
 }

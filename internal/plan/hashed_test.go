@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 )
 
@@ -48,9 +49,8 @@ func TestHashedScheduleRunsAtTheHashedMinute(t *testing.T) {
 	res, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.RequeueAfter).To(Equal(due.Sub(now)))
-	st := getPlan(g, p).Status
-	g.Expect(st.NextScheduleTime.Time).To(BeTemporally("==", due))
-	cond := meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionError)
+	g.Expect(record(g, p).NextScheduleTime.Time).To(BeTemporally("==", due))
+	cond := meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionError)
 	g.Expect(cond.Reason).To(Equal(backupsv1alpha1.PlanReasonScheduleValid))
 	g.Expect(cond.Message).To(ContainSubstring(fmt.Sprintf(`"H 3 * * *" runs as "%d 3 * * *"`, minute)))
 	g.Expect(ownJobs(g, p)).To(BeEmpty())
@@ -65,15 +65,15 @@ func TestHashedScheduleRunsAtTheHashedMinute(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	jobs := ownJobs(g, p)
 	g.Expect(jobs).To(HaveLen(1))
-	g.Expect(jobs[0].Name).To(Equal(JobName("nightly", due)))
-	st = getPlan(g, p).Status
-	g.Expect(st.LastScheduleTime.Time).To(BeTemporally("==", due))
-	g.Expect(st.NextScheduleTime.Time).To(BeTemporally("==", due.AddDate(0, 0, 1)))
+	g.Expect(jobs[0].Name).To(Equal(cronschedule.RunName("nightly", due)))
+	rec := record(g, p)
+	g.Expect(rec.LastScheduleTime.Time).To(BeTemporally("==", due))
+	g.Expect(rec.NextScheduleTime.Time).To(BeTemporally("==", due.AddDate(0, 0, 1)))
 
 	// A restarted controller (a new reconciler) picks the same minute.
 	restarted := newHarness(due.Add(time.Hour))
 	_, err = restarted.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(getPlan(g, p).Status.NextScheduleTime.Time).To(BeTemporally("==", due.AddDate(0, 0, 1)))
+	g.Expect(record(g, p).NextScheduleTime.Time).To(BeTemporally("==", due.AddDate(0, 0, 1)))
 	g.Expect(ownJobs(g, p)).To(HaveLen(1))
 }

@@ -9,20 +9,13 @@ import (
 
 // ScheduledAtAnnotation on a BackupJob records the run time (RFC 3339) the
 // Plan created it for. It lets the Plan recover its last run from its jobs
-// if a status write was lost.
-const ScheduledAtAnnotation = "backups.cozystack.io/scheduled-at"
-
-// Default history limits (spec.successfulJobsHistoryLimit and
-// spec.failedJobsHistoryLimit).
-const (
-	DefaultSuccessfulJobsHistoryLimit = 3
-	DefaultFailedJobsHistoryLimit     = 1
-)
+// if a write of its record was lost.
+const ScheduledAtAnnotation = backupsv1alpha1.ScheduledAtAnnotation
 
 // JobsToPrune returns the finished BackupJobs beyond the history limits:
 // the oldest Succeeded ones beyond succeeded and the oldest Failed ones
-// beyond failed. Running jobs and jobs already being deleted are never
-// selected.
+// beyond failed (a negative limit keeps them all). Running jobs and jobs
+// already being deleted are never selected.
 func JobsToPrune(jobs []backupsv1alpha1.BackupJob, succeeded, failed int) []*backupsv1alpha1.BackupJob {
 	var ok, bad []*backupsv1alpha1.BackupJob
 	for i := range jobs {
@@ -41,7 +34,7 @@ func JobsToPrune(jobs []backupsv1alpha1.BackupJob, succeeded, failed int) []*bac
 }
 
 func oldestBeyond(jobs []*backupsv1alpha1.BackupJob, keep int) []*backupsv1alpha1.BackupJob {
-	if len(jobs) <= keep {
+	if keep < 0 || len(jobs) <= keep {
 		return nil
 	}
 	sort.SliceStable(jobs, func(i, j int) bool {

@@ -9,35 +9,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
 
-// observed is what one reconcile of a Plan knows about the world.
+// observed is what one reconcile of a Plan knows about its BackupJobs.
 type observed struct {
 	// ownJobs are the BackupJobs this Plan created (controller reference).
 	ownJobs []backupsv1alpha1.BackupJob
 	// appJobsRunning is true when any BackupJob for the Plan's application
 	// (the Plan's or another) has not finished.
 	appJobsRunning bool
-	// backups are the Plan's Backups: those the driver verifiably
-	// recorded for this Plan and application, each with spec.takenAt set
-	// to the signed time. Hand-written or edited Backups are not here, so
-	// retention never counts, orders by, or deletes them.
-	backups []backupsv1alpha1.Backup
-	// restores are all RestoreJobs in the Plan's namespace; drills are
-	// picked from them.
-	restores []backupsv1alpha1.RestoreJob
-	// inUse names Backups a RestoreJob pins (RestoreJob.PinsBackups).
-	inUse map[string]bool
 }
 
 func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*observed, error) {
 	obs := &observed{}
-	ns := client.InNamespace(plan.Namespace)
-
 	var jobs backupsv1alpha1.BackupJobList
-	if err := r.Client.List(ctx, &jobs, ns); err != nil {
+	if err := r.Client.List(ctx, &jobs, client.InNamespace(plan.Namespace)); err != nil {
 		return nil, fmt.Errorf("list BackupJobs in %s: %w", plan.Namespace, err)
 	}
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
@@ -49,53 +36,7 @@ func (r *Reconciler) observe(ctx context.Context, plan *backupsv1alpha1.Plan) (*
 			obs.appJobsRunning = true
 		}
 	}
-
-	var backups backupsv1alpha1.BackupList
-	if err := r.Client.List(ctx, &backups, ns, client.MatchingLabels{backupsv1alpha1.PlanNameLabel: names.LabelValue(plan.Name)}); err != nil {
-		return nil, fmt.Errorf("list Backups of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	for _, b := range backups.Items {
-		v, err := provenance.Verify(ctx, r.Keys, &b)
-		if err != nil {
-			return nil, err
-		}
-		// Labels are only a hint; the signature says whose Backup it is.
-		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name {
-			continue
-		}
-		b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
-		obs.backups = append(obs.backups, b)
-	}
-
-	var restores backupsv1alpha1.RestoreJobList
-	if err := r.Client.List(ctx, &restores, ns); err != nil {
-		return nil, fmt.Errorf("list RestoreJobs in %s: %w", plan.Namespace, err)
-	}
-	obs.restores = restores.Items
-	obs.inUse = pinnedBackups(restores.Items)
 	return obs, nil
-}
-
-// restoresInProgress names the Backups that RestoreJobs in namespace still
-// pin: unfinished ones, and failed ones that left the cluster deleted
-// until a person deletes them (RestoreJob.PinsBackups).
-func restoresInProgress(ctx context.Context, c client.Reader, namespace string) (map[string]bool, error) {
-	var restores backupsv1alpha1.RestoreJobList
-	if err := c.List(ctx, &restores, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list RestoreJobs in %s: %w", namespace, err)
-	}
-	return pinnedBackups(restores.Items), nil
-}
-
-// pinnedBackups names the Backups that restores pin.
-func pinnedBackups(restores []backupsv1alpha1.RestoreJob) map[string]bool {
-	inUse := map[string]bool{}
-	for _, rj := range restores {
-		if rj.PinsBackups() {
-			inUse[rj.Spec.BackupRef.Name] = true
-		}
-	}
-	return inUse
 }
 
 func ownedBy(j *backupsv1alpha1.BackupJob, plan *backupsv1alpha1.Plan) bool {
@@ -111,10 +52,10 @@ func sameApp(a, b backupsv1alpha1.TypedLocalObjectReference) bool {
 // lastConsidered is the newest run time the Plan has already started or
 // skipped: runs at or before it are never looked at again. It starts at the
 // Plan's creation, and also counts the run times recorded on its own jobs,
-// so a lost status write cannot make a run happen twice.
-func lastConsidered(plan *backupsv1alpha1.Plan, obs *observed) time.Time {
+// so a lost (or tampered) record cannot make a run happen twice.
+func lastConsidered(plan *backupsv1alpha1.Plan, rec *planrecord.Record, obs *observed) time.Time {
 	t := plan.CreationTimestamp.Time
-	for _, mt := range []*metav1.Time{plan.Status.LastScheduleTime, plan.Status.LastSkippedTime} {
+	for _, mt := range []*metav1.Time{rec.LastScheduleTime, rec.LastSkippedTime} {
 		if mt != nil && mt.After(t) {
 			t = mt.Time
 		}

@@ -13,20 +13,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
 // runDue starts or skips the runs that are due at now and returns the next
 // run time (zero when the schedule never fires again). It records what it
-// did in plan's status; the caller writes it.
-func (r *Reconciler) runDue(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, sched Schedule, now time.Time) (time.Time, error) {
-	recoverLastSchedule(plan, obs)
-	deadline := startingDeadline(plan)
-	runs := DueRuns(sched, lastConsidered(plan, obs), now, deadline)
+// did in the reconcile's record and conditions; the caller writes them.
+func (r *Reconciler) runDue(ctx context.Context, w *work, obs *observed, sched cronschedule.Schedule, now time.Time) (time.Time, error) {
+	recoverLastSchedule(&w.rec, obs)
+	deadline := w.policy.StartingDeadline
+	runs := cronschedule.DueRuns(sched, lastConsidered(w.plan, &w.rec, obs), now, deadline)
 
-	if plan.Spec.Suspend {
-		plan.Status.NextScheduleTime = nil
+	if w.policy.Suspend {
+		w.rec.NextScheduleTime = nil
 		// Runs that fall while suspended are accounted for as they pass,
 		// so resuming never starts a run that was due during suspension.
 		skipped := runs.Missed + runs.Superseded
@@ -36,36 +39,28 @@ func (r *Reconciler) runDue(ctx context.Context, plan *backupsv1alpha1.Plan, obs
 			last = runs.Due
 		}
 		if skipped > 0 {
-			r.skip(plan, backupsv1alpha1.PlanReasonSuspended, skipped, last,
+			r.skip(w, backupsv1alpha1.PlanReasonSuspended, skipped, last,
 				fmt.Sprintf("skipped %s: the Plan is suspended", countRuns(skipped, runs.Truncated)))
 		}
 		return runs.Next, nil
 	}
-	plan.Status.NextScheduleTime = timePtr(runs.Next)
+	w.rec.NextScheduleTime = timePtr(runs.Next)
 
 	if n := runs.Missed + runs.Superseded; n > 0 {
-		r.skip(plan, backupsv1alpha1.PlanReasonMissedStartingDeadline, n, runs.LastSkipped,
+		r.skip(w, backupsv1alpha1.PlanReasonMissedStartingDeadline, n, runs.LastSkipped,
 			fmt.Sprintf("skipped %s that could not start within the starting deadline of %s (the newest skipped was due at %s); only the newest due run starts",
 				countRuns(n, runs.Truncated), deadline, runs.LastSkipped.UTC().Format(time.RFC3339)))
 	}
 	if runs.Due.IsZero() {
 		return runs.Next, nil
 	}
-	return runs.Next, r.start(ctx, plan, obs, runs.Due)
-}
-
-// startingDeadline is how late a run of the Plan (a backup or a drill) may
-// start: spec.startingDeadlineSeconds, or the default.
-func startingDeadline(plan *backupsv1alpha1.Plan) time.Duration {
-	if s := plan.Spec.StartingDeadlineSeconds; s != nil {
-		return time.Duration(*s) * time.Second
-	}
-	return DefaultStartingDeadline
+	return runs.Next, r.start(ctx, w, obs, runs.Due)
 }
 
 // start creates the BackupJob for the run due at due, unless the
 // concurrency policy forbids it or its name is taken by a stranger.
-func (r *Reconciler) start(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, due time.Time) error {
+func (r *Reconciler) start(ctx context.Context, w *work, obs *observed, due time.Time) error {
+	plan := w.plan
 	job := newJob(plan, due)
 	logger := log.FromContext(ctx).WithValues("backupJob", job.Name, "scheduledAt", due)
 
@@ -75,14 +70,14 @@ func (r *Reconciler) start(ctx context.Context, plan *backupsv1alpha1.Plan, obs 
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &existing)
 	switch {
 	case err == nil:
-		return r.adopt(plan, &existing, due)
+		return r.adopt(w, &existing, due)
 	case !apierrors.IsNotFound(err):
 		return fmt.Errorf("read BackupJob %s/%s: %w", job.Namespace, job.Name, err)
 	}
 
-	if plan.Spec.ConcurrencyPolicy != backupsv1alpha1.ConcurrencyAllow && obs.appJobsRunning {
-		r.skip(plan, backupsv1alpha1.PlanReasonConcurrencyForbidden, 1, due,
-			fmt.Sprintf("skipped the run due at %s: a BackupJob for application %s has not finished and concurrencyPolicy is Forbid",
+	if w.policy.Concurrency != planpolicy.Allow && obs.appJobsRunning {
+		r.skip(w, backupsv1alpha1.PlanReasonConcurrencyForbidden, 1, due,
+			fmt.Sprintf("skipped the run due at %s: a BackupJob for application %s has not finished and the concurrency policy is Forbid",
 				due.UTC().Format(time.RFC3339), plan.Spec.ApplicationRef.Name))
 		return nil
 	}
@@ -95,44 +90,44 @@ func (r *Reconciler) start(ctx context.Context, plan *backupsv1alpha1.Plan, obs 
 			if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(job), &existing); err != nil {
 				return fmt.Errorf("read BackupJob %s/%s after AlreadyExists: %w", job.Namespace, job.Name, err)
 			}
-			return r.adopt(plan, &existing, due)
+			return r.adopt(w, &existing, due)
 		}
 		return fmt.Errorf("create BackupJob %s/%s: %w", job.Namespace, job.Name, err)
 	}
 	logger.Info("started scheduled backup")
 	runsTotal.Inc()
-	plan.Status.LastScheduleTime = &metav1.Time{Time: due}
+	w.rec.LastScheduleTime = &metav1.Time{Time: due}
 	msg := fmt.Sprintf("created BackupJob %s for the run due at %s", job.Name, due.UTC().Format(time.RFC3339))
-	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionTrue, backupsv1alpha1.PlanReasonJobCreated, msg)
+	w.set(backupsv1alpha1.PlanConditionScheduled, metav1.ConditionTrue, backupsv1alpha1.PlanReasonJobCreated, msg)
 	r.Recorder.Eventf(plan, job, corev1.EventTypeNormal, backupsv1alpha1.PlanReasonJobCreated, "Schedule", "%s", textlimit.Note(msg))
 	return nil
 }
 
 // adopt handles a BackupJob that already has the run's name: ours means the
 // run started; anyone else's means the run cannot start under that name.
-func (r *Reconciler) adopt(plan *backupsv1alpha1.Plan, existing *backupsv1alpha1.BackupJob, due time.Time) error {
-	if ownedBy(existing, plan) {
-		plan.Status.LastScheduleTime = &metav1.Time{Time: due}
+func (r *Reconciler) adopt(w *work, existing *backupsv1alpha1.BackupJob, due time.Time) error {
+	if ownedBy(existing, w.plan) {
+		w.rec.LastScheduleTime = &metav1.Time{Time: due}
 		return nil
 	}
-	r.skip(plan, backupsv1alpha1.PlanReasonNameConflict, 1, due,
+	r.skip(w, backupsv1alpha1.PlanReasonNameConflict, 1, due,
 		fmt.Sprintf("skipped the run due at %s: BackupJob %s exists and does not belong to this Plan; rename or delete it",
 			due.UTC().Format(time.RFC3339), existing.Name))
 	return nil
 }
 
 // skip records that n runs, the newest due at last, did not start.
-func (r *Reconciler) skip(plan *backupsv1alpha1.Plan, reason string, n int, last time.Time, msg string) {
+func (r *Reconciler) skip(w *work, reason string, n int, last time.Time, msg string) {
 	skippedRunsTotal.WithLabelValues(reason).Add(float64(n))
-	if cur := plan.Status.LastSkippedTime; cur == nil || last.After(cur.Time) {
-		plan.Status.LastSkippedTime = &metav1.Time{Time: last}
+	if cur := w.rec.LastSkippedTime; cur == nil || last.After(cur.Time) {
+		w.rec.LastSkippedTime = &metav1.Time{Time: last}
 	}
-	setCondition(plan, backupsv1alpha1.PlanConditionScheduled, metav1.ConditionFalse, reason, msg)
+	w.set(backupsv1alpha1.PlanConditionScheduled, metav1.ConditionFalse, reason, msg)
 	if reason == backupsv1alpha1.PlanReasonSuspended {
 		// Asked for; a Warning at every tick would only be noise.
 		return
 	}
-	r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", textlimit.Note(msg))
+	r.Recorder.Eventf(w.plan, nil, corev1.EventTypeWarning, reason, "Schedule", "%s", textlimit.Note(msg))
 }
 
 // newJob is the BackupJob for the run of plan due at due.
@@ -147,7 +142,7 @@ func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJo
 	return &backupsv1alpha1.BackupJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   plan.Namespace,
-			Name:        JobName(plan.Name, due),
+			Name:        cronschedule.RunName(plan.Name, due),
 			Labels:      labels,
 			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
 		},
@@ -159,17 +154,17 @@ func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJo
 	}
 }
 
-// recoverLastSchedule moves status.lastScheduleTime up to the newest run
-// recorded on the Plan's own jobs, repairing a lost status write.
-func recoverLastSchedule(plan *backupsv1alpha1.Plan, obs *observed) {
+// recoverLastSchedule moves the record's last schedule time up to the
+// newest run recorded on the Plan's own jobs, repairing a lost write.
+func recoverLastSchedule(rec *planrecord.Record, obs *observed) {
 	for i := range obs.ownJobs {
 		j := &obs.ownJobs[i]
 		if _, ok := j.Annotations[ScheduledAtAnnotation]; !ok {
 			continue
 		}
 		at := JobScheduledAt(j)
-		if cur := plan.Status.LastScheduleTime; cur == nil || at.After(cur.Time) {
-			plan.Status.LastScheduleTime = &metav1.Time{Time: at}
+		if cur := rec.LastScheduleTime; cur == nil || at.After(cur.Time) {
+			rec.LastScheduleTime = &metav1.Time{Time: at}
 		}
 	}
 }

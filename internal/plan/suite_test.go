@@ -12,18 +12,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
 var env *testenv.Env
 
+// The Plans of these tests name the BackupClass "etcd", which binds Etcd
+// applications to an Etcd strategy: they are the driver's.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, func(e *testenv.Env) { env = e }))
+	os.Exit(testenv.Run(m, func(e *testenv.Env) {
+		env = e
+		class := &backupsv1alpha1.BackupClass{
+			ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
+			Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+				Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To("strategy.backups.cozystack.io"), Kind: "Etcd", Name: "s3"},
+			}}},
+		}
+		if err := e.Client.Create(context.Background(), class); err != nil {
+			panic(err)
+		}
+	}))
 }
+
+// testKeys sign the Plans' records as the driver's keyring would.
+var testKeys = provenance.StaticKeys{ActiveID: "t", Keys: map[string][]byte{"t": []byte(strings.Repeat("t", 32))}}
 
 // harness drives the Plan reconciler directly against the real API server
 // with a fake clock and a fake event sink.
@@ -64,17 +85,24 @@ func newNamespace(g Gomega) string {
 	return ns.Name
 }
 
-func createPlan(g Gomega, ns, name, cron, tz string, mutate func(*backupsv1alpha1.Plan)) *backupsv1alpha1.Plan {
+// inZone writes cron with tz as its CRON_TZ prefix ("" for none).
+func inZone(cron, tz string) string {
+	if tz == "" {
+		return cron
+	}
+	return "CRON_TZ=" + tz + " " + cron
+}
+
+// createPlan creates a Plan of the Etcd application "etcd" with the given
+// schedule and annotations (the tenant's settings).
+func createPlan(g Gomega, ns, name, cron, tz string, annotations map[string]string) *backupsv1alpha1.Plan {
 	p := &backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
 		Spec: backupsv1alpha1.PlanSpec{
 			ApplicationRef:  backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
 			BackupClassName: "etcd",
-			Schedule:        backupsv1alpha1.PlanSchedule{Cron: cron, TimeZone: tz},
+			Schedule:        backupsv1alpha1.PlanSchedule{Cron: inZone(cron, tz)},
 		},
-	}
-	if mutate != nil {
-		mutate(p)
 	}
 	g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
 	return p
@@ -84,6 +112,31 @@ func getPlan(g Gomega, p *backupsv1alpha1.Plan) *backupsv1alpha1.Plan {
 	var out backupsv1alpha1.Plan
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &out)).To(Succeed())
 	return &out
+}
+
+// record is the driver's record on p, which must verify.
+func record(g Gomega, p *backupsv1alpha1.Plan) planrecord.Record {
+	cur := getPlan(g, p)
+	rec, ignored, err := planrecord.Read(context.Background(), testKeys, cur)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ignored).To(BeEmpty())
+	return rec
+}
+
+// annotate sets (or, with "", removes) annotations of p, as the tenant would.
+func annotate(g Gomega, p *backupsv1alpha1.Plan, kv map[string]string) {
+	cur := getPlan(g, p)
+	if cur.Annotations == nil {
+		cur.Annotations = map[string]string{}
+	}
+	for k, v := range kv {
+		if v == "" {
+			delete(cur.Annotations, k)
+		} else {
+			cur.Annotations[k] = v
+		}
+	}
+	g.Expect(env.Client.Update(context.Background(), cur)).To(Succeed())
 }
 
 func ownJobs(g Gomega, p *backupsv1alpha1.Plan) []backupsv1alpha1.BackupJob {
@@ -100,8 +153,17 @@ func setJobPhase(g Gomega, j *backupsv1alpha1.BackupJob, phase backupsv1alpha1.B
 	g.Expect(env.Client.Status().Update(ctx, j)).To(Succeed())
 }
 
+func mustParse(t *testing.T, cron, tz string) cronschedule.Schedule {
+	t.Helper()
+	s, err := cronschedule.Parse(inZone(cron, tz), "")
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", inZone(cron, tz), err)
+	}
+	return s
+}
+
 // nthRun is the n-th run of s after t (n >= 1).
-func nthRun(s Schedule, t time.Time, n int) time.Time {
+func nthRun(s cronschedule.Schedule, t time.Time, n int) time.Time {
 	for range n {
 		t = s.Next(t)
 	}

@@ -100,8 +100,7 @@ func bindsEtcd(s backupsv1alpha1.BackupClassStrategy) bool {
 	if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
 		group = *s.Application.APIGroup
 	}
-	return group == appsv1alpha1.GroupVersion.Group && s.Application.Kind == appsv1alpha1.EtcdKind &&
-		s.StrategyRef.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && s.StrategyRef.Kind == strategyv1alpha1.EtcdStrategyKind
+	return group == appsv1alpha1.GroupVersion.Group && s.Application.Kind == appsv1alpha1.EtcdKind && strategyv1alpha1.IsEtcd(s.StrategyRef)
 }
 
 // application is the object templates render with: the stored application,

@@ -202,8 +202,7 @@ func startedAt(o *observation) time.Time {
 func IsEtcdStrategy(b *backupsv1alpha1.Backup) bool { return isEtcdStrategy(b) }
 
 func isEtcdStrategy(b *backupsv1alpha1.Backup) bool {
-	ref := b.Spec.StrategyRef
-	return ref.APIGroupOrEmpty() == strategyv1alpha1.GroupVersion.Group && ref.Kind == strategyv1alpha1.EtcdStrategyKind
+	return strategyv1alpha1.IsEtcd(b.Spec.StrategyRef)
 }
 
 func waitBackup(o *observation, defaultTimeout time.Duration) decision {

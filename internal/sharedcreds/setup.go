@@ -40,7 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // strategyOf is the index function: the Etcd strategy a Backup names.
 func strategyOf(o client.Object) []string {
 	ref := o.(*backupsv1alpha1.Backup).Spec.StrategyRef
-	if ref.APIGroupOrEmpty() != strategyv1alpha1.GroupVersion.Group || ref.Kind != strategyv1alpha1.EtcdStrategyKind {
+	if !strategyv1alpha1.IsEtcd(ref) {
 		return nil
 	}
 	return []string{ref.Name}

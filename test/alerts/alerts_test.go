@@ -32,6 +32,9 @@ import (
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -116,6 +119,15 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	for _, ns := range []string{"tenant-fresh", "tenant-stale", "tenant-missing", "tenant-noplan", "tenant-forged", "tenant-drill"} {
 		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
+	// The class the Plans name binds Etcd applications to the Etcd
+	// strategy s3: the Plans are the driver's.
+	create(&backupsv1alpha1.BackupClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd-default"},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr(strategyv1alpha1.GroupVersion.Group), Kind: "Etcd", Name: "s3"},
+		}}},
+	})
 	create(
 		etcdPlan("tenant-fresh", "daily", "@daily"), etcdBackup("tenant-fresh", "recent", end.Add(-2*time.Hour), nil),
 		etcdPlan("tenant-stale", "daily", "@daily"), etcdBackup("tenant-stale", "old", end.Add(-40*time.Hour), nil),
@@ -134,28 +146,36 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	// created (to the driver, two hours ago); "rehearsed" had one.
 	never, rehearsed := etcdPlan("tenant-drill", "never", "@daily"), etcdPlan("tenant-drill", "rehearsed", "@daily")
 	for _, p := range []*backupsv1alpha1.Plan{never, rehearsed} {
-		p.Spec.Drill = &backupsv1alpha1.PlanDrill{Cron: "0 0 1 1 *", Window: &metav1.Duration{Duration: time.Hour}}
+		p.Annotations = map[string]string{planpolicy.DrillSchedule: "0 0 1 1 *", planpolicy.DrillWindow: "1h"}
 		create(p)
 	}
-	// As if a drill had succeeded 50 minutes before the end; the status
-	// write is an event of its own, and the Plan judges again.
+	// As if a drill had succeeded 50 minutes before the end: the record
+	// the driver would have written, signed with its key (the test is the
+	// platform admin, who can read it); the write is an event of its own,
+	// and the Plan judges again.
 	lastGood := end.Add(-50 * time.Minute)
+	keys := &provenance.Keyring{Reader: c, Namespace: o.Namespace, Name: o.ProvenanceSecret}
+	rec, err := planrecord.Encode(ctx, keys, rehearsed, planrecord.Record{LastSuccessfulRehearsalTime: &metav1.Time{Time: lastGood}})
+	g.Expect(err).NotTo(HaveOccurred())
 	unchanged := rehearsed.DeepCopy()
-	rehearsed.Status.LastSuccessfulRehearsalTime = &metav1.Time{Time: lastGood}
-	g.Expect(c.Status().Patch(ctx, rehearsed, client.MergeFrom(unchanged))).To(Succeed())
+	rehearsed.Annotations[planrecord.Annotation] = rec
+	g.Expect(c.Patch(ctx, rehearsed, client.MergeFrom(unchanged))).To(Succeed())
 	g.Eventually(func() (float64, error) {
 		s, err := scrapeURL("http://" + o.MetricsAddr + "/metrics")
 		return series(s, "etcd_backup_driver_plan_last_successful_rehearsal_timestamp_seconds", "plan", "rehearsed"), err
 	}).WithTimeout(30 * time.Second).Should(Equal(float64(lastGood.Unix())))
 
-	// Two of them back up with strategy s3 using the same S3 access key.
-	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
-		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
-			Bucket: "etcd-backups", Endpoint: "https://s3.example.com", CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "s3-creds"}}}}}})
+	// Two of them back up with strategy s3 using the same S3 access key
+	// (their Secrets exist before the strategy: a namespace whose Secret
+	// is missing when the strategy is first read is only read again at
+	// the resync interval).
 	for _, ns := range []string{"tenant-fresh", "tenant-stale"} {
 		create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
 			StringData: map[string]string{"AWS_ACCESS_KEY_ID": "copied-everywhere", "AWS_SECRET_ACCESS_KEY": "copied-secret"}})
 	}
+	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "s3"}, Spec: strategyv1alpha1.EtcdSpec{
+		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+			Bucket: "etcd-backups", Endpoint: "https://s3.example.com", CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "s3-creds"}}}}}})
 	create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: "platform-s3"},
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": platformID, "AWS_SECRET_ACCESS_KEY": platformSecret}})
 	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "brokered"}, Spec: strategyv1alpha1.EtcdSpec{

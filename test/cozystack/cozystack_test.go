@@ -1,7 +1,7 @@
 package cozystack
 
 import (
-	"strconv"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -57,61 +57,66 @@ func TestBackupAndRestoreOnCozystackCRDs(t *testing.T) {
 	tn.G.Eventually(func() []string { return tn.Events(rj) }).WithTimeout(10 * time.Second).Should(ContainElement("SpecNotImmutable"))
 }
 
-// A Plan's retention (and the driver's other Plan fields) cannot be stored
-// in Cozystack's CRD: the Plan says which ones and what applies instead,
-// and still runs.
-func TestPlanSaysWhichFieldsAreNotServed(t *testing.T) {
+// On a Cozystack platform Cozystack's Plan controller schedules and the
+// driver's scheduler is off (the suite runs the driver with
+// --disable-controllers=plan, as docs/install.md says): a Plan's retention,
+// set as an annotation, still prunes the Backups the driver records for
+// the BackupJobs Cozystack's controller creates, and the Plan says what
+// applies. The Plan's cron carries its time zone as a CRON_TZ= prefix,
+// which Cozystack's CRD stores and its controller reads.
+func TestRetentionWhenCozystackSchedules(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
 	plan := &backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "daily"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "nightly", Annotations: map[string]string{planpolicy.RetentionKeepLast: "1"}},
 		Spec: backupsv1alpha1.PlanSpec{
 			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
-			Schedule:  backupsv1alpha1.PlanSchedule{Cron: "* * * * *", TimeZone: "Europe/Berlin"},
-			Retention: &backupsv1alpha1.PlanRetention{KeepLast: ptr.To[int32](1)},
+			Schedule: backupsv1alpha1.PlanSchedule{Cron: "CRON_TZ=Europe/Berlin 0 3 * * *"},
 		},
 	}
 	tn.Create(plan)
-	tn.G.Expect(plan.Spec.Retention).To(BeNil(), "the API server pruned retention")
+	tn.G.Expect(plan.Spec.Schedule.Cron).To(Equal("CRON_TZ=Europe/Berlin 0 3 * * *"))
+	first := cozystackRun(tn, plan, time.Now().Add(-2*time.Minute))
+	// Backups keep whole seconds: the second is a second later.
+	time.Sleep(1100 * time.Millisecond)
+	second := cozystackRun(tn, plan, time.Now())
+	tn.G.Eventually(func() bool { return tn.Gone(first) }).WithTimeout(30 * time.Second).Should(BeTrue())
+	tn.G.Expect(tn.Gone(second)).To(BeFalse())
 	tn.G.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
-		c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionFieldsServed)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Message).To(And(ContainSubstring("spec.retention"), ContainSubstring("spec.schedule.timeZone (UTC)")))
+		g.Expect(meta.IsStatusConditionTrue(plan.Status.Conditions, backupsv1alpha1.PlanConditionPolicyValid)).To(BeTrue())
+		rec, ok := planrecord.Peek(plan)
+		g.Expect(ok).To(BeTrue())
+		g.Expect(rec.LastSuccessfulBackup).To(Equal(second.Name))
+		g.Expect(rec.LastScheduleTime).To(BeNil(), "the driver's scheduler is off")
 	}).WithTimeout(30 * time.Second).Should(Succeed())
-	tn.G.Eventually(func() []string { return tn.Events(plan) }).WithTimeout(10 * time.Second).Should(ContainElement(backupsv1alpha1.PlanReasonFieldsNotServed))
+	var jobs backupsv1alpha1.BackupJobList
+	tn.G.Expect(env.Client.List(tn.Ctx, &jobs, client.InNamespace(tn.NS))).To(Succeed())
+	tn.G.Expect(jobs.Items).To(HaveLen(2), "only Cozystack's runs")
 }
 
-// Cozystack's CRD prunes status.nextScheduleTime: a Plan with H terms
-// still tells when it runs, in its Error condition's message, at the
-// minute hashed from its namespace and name.
-func TestPlanTellsItsNextRunWithoutTheStatusField(t *testing.T) {
-	tn := plat.NewTenant(t, "tenant")
-	plan := &backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "nightly"},
-		Spec: backupsv1alpha1.PlanSpec{
-			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: platform.ClassName,
-			Schedule: backupsv1alpha1.PlanSchedule{Cron: "H 3 * * *"},
+// cozystackRun plays Cozystack's Plan controller: it creates the BackupJob
+// of plan's run at t as that controller does (<plan>-<Unix minutes>,
+// spec.planRef, a controller reference to the Plan) and waits for the
+// driver to record its Backup.
+func cozystackRun(tn *platform.Tenant, plan *backupsv1alpha1.Plan, t time.Time) *backupsv1alpha1.Backup {
+	job := &backupsv1alpha1.BackupJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: fmt.Sprintf("%s-%d", plan.Name, t.Unix()/60)},
+		Spec: backupsv1alpha1.BackupJobSpec{
+			PlanRef:         &backupsv1alpha1.LocalObjectReference{Name: plan.Name},
+			ApplicationRef:  backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef),
+			BackupClassName: plan.Spec.BackupClassName,
 		},
 	}
-	tn.Create(plan)
-	resolved, err := hashcron.Resolve("H 3 * * *", tn.NS+"/nightly")
-	tn.G.Expect(err).NotTo(HaveOccurred())
-	minute, err := strconv.Atoi(strings.Fields(resolved)[0])
-	tn.G.Expect(err).NotTo(HaveOccurred())
-	created := plan.CreationTimestamp.UTC()
-	next := time.Date(created.Year(), created.Month(), created.Day(), 3, minute, 0, 0, time.UTC)
-	if !next.After(created) {
-		next = next.AddDate(0, 0, 1)
-	}
+	tn.G.Expect(controllerutil.SetControllerReference(plan, job, env.Client.Scheme())).To(Succeed())
+	tn.Create(job)
 	tn.G.Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(plan), plan)).To(Succeed())
-		g.Expect(plan.Status.NextScheduleTime).To(BeNil(), "the CRD prunes the field")
-		c := meta.FindStatusCondition(plan.Status.Conditions, backupsv1alpha1.PlanConditionError)
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Reason).To(Equal(backupsv1alpha1.PlanReasonScheduleValid))
-		g.Expect(c.Message).To(And(ContainSubstring(`runs as "`+resolved+`"`), ContainSubstring("next run at "+next.Format(time.RFC3339))))
-	}).WithTimeout(30 * time.Second).Should(Succeed())
+		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
+		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), "status: %+v", job.Status)
+	}).WithTimeout(60 * time.Second).Should(Succeed())
+	b := &backupsv1alpha1.Backup{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: job.Status.BackupRef.Name}}
+	tn.Get(b)
+	tn.G.Expect(b.Spec.PlanRef).To(Equal(&backupsv1alpha1.LocalObjectReference{Name: plan.Name}))
+	return b
 }
 
 // A strategy with a plain-http endpoint cannot opt into http on this

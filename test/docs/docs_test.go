@@ -58,6 +58,7 @@ var successes = map[string]bool{
 	"ContentKept":         true, // Backup ContentDrop=False
 	"ScheduleValid":       true, // Plan Error=False
 	"JobCreated":          true, // Plan Scheduled=True
+	"PolicyValid":         true, // Plan PolicyValid=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False
 }
 
@@ -211,6 +212,11 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	})
 	if n == 0 {
 		t.Fatal("BindFlags registered no flags")
+	}
+	for _, c := range manager.ControllerNames() {
+		if !strings.Contains(page, "`"+c+"`") {
+			t.Errorf("controller %s (--disable-controllers) is missing from docs/configuration.md", c)
+		}
 	}
 }
 

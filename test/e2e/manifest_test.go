@@ -19,6 +19,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
 // shopNamespaces are the tenant cluster's namespaces of the test, and how
@@ -48,12 +49,14 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 		}
 	}
 	plan := &backupsv1alpha1.Plan{
-		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "daily"},
+		// The test takes the Plan's Backups itself (suspended: the
+		// driver's scheduler starts none); retention keeps one.
+		ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "daily", Annotations: map[string]string{
+			planpolicy.Suspend: "true", planpolicy.RetentionKeepLast: "1"}},
 		Spec: backupsv1alpha1.PlanSpec{
 			ApplicationRef:  backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
-			BackupClassName: tn.class, Suspend: true,
-			Schedule:  backupsv1alpha1.PlanSchedule{Cron: "@daily"},
-			Retention: &backupsv1alpha1.PlanRetention{KeepLast: ptr(int32(1))},
+			BackupClassName: tn.class,
+			Schedule:        backupsv1alpha1.PlanSchedule{Cron: "@daily"},
 		},
 	}
 	g.Expect(sb.Client.Create(tn.ctx, plan)).To(Succeed())

@@ -10,6 +10,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 )
 
@@ -50,10 +52,12 @@ func TestPlanFiresOnShortSchedule(t *testing.T) {
 	g.Expect(src.Key).To(HavePrefix(tn.ns + "/etcd/"))
 	g.Expect(ready.Status.Artifact.Checksum).To(HavePrefix("sha256:"))
 	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
-	g.Expect(p.Status.LastScheduleTime).NotTo(BeNil())
+	rec, ok := planrecord.Peek(p)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(rec.LastScheduleTime).NotTo(BeNil())
 
 	// Stop it so that it does not keep firing for the rest of the package.
 	before := p.DeepCopy()
-	p.Spec.Suspend = true
+	p.Annotations[planpolicy.Suspend] = "true"
 	g.Expect(sb.Client.Patch(tn.ctx, p, client.MergeFrom(before))).To(Succeed())
 }

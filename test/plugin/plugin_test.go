@@ -22,6 +22,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/ebdctl"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
@@ -141,10 +142,10 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		// A daily Plan (suspended, so it starts nothing here) and then an
 		// active one: the fresh backup is within its interval.
 		p := &backupsv1alpha1.Plan{
-			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "nightly"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: tn.ns, Name: "nightly", Annotations: map[string]string{planpolicy.Suspend: "true"}},
 			Spec: backupsv1alpha1.PlanSpec{
 				ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: tn.class,
-				Schedule: backupsv1alpha1.PlanSchedule{Cron: "0 3 * * *"}, Suspend: true,
+				Schedule: backupsv1alpha1.PlanSchedule{Cron: "0 3 * * *"},
 			},
 		}
 		g.Expect(sb.Client.Create(tn.ctx, p)).To(Succeed())
@@ -156,7 +157,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 			if err := sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(p), p); err != nil {
 				return err
 			}
-			p.Spec.Suspend = false
+			delete(p.Annotations, planpolicy.Suspend)
 			return sb.Client.Update(tn.ctx, p)
 		}).Should(Succeed())
 		code, out, errOut = ebdctlRun("status", "-n", tn.ns, "-o", "wide")

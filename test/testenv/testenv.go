@@ -65,19 +65,28 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// CRDPaths are the folders whose CRDs every test environment installs:
-// this project's CRDs, the etcd-operator's, Flux's and Kamaji's upstream
-// CRDs, and the small test CRD of the Cozystack Etcd application.
+// CRDPaths are the folders and files whose CRDs every test environment
+// installs: this project's CRDs, Cozystack's own CRDs of the kinds whose
+// Go types mirror them exactly (CozystackCRDs), the etcd-operator's, Flux's
+// and Kamaji's upstream CRDs, and the small test CRD of the Cozystack Etcd
+// application.
 func CRDPaths() []string {
 	root := RepoRoot()
-	return []string{
-		filepath.Join(root, "config", "crd", "bases"),
+	paths := []string{filepath.Join(root, "config", "crd", "bases")}
+	for _, f := range CozystackCRDs {
+		paths = append(paths, filepath.Join(CozystackCRDPath(), f))
+	}
+	return append(paths,
 		filepath.Join(root, "config", "crd", "external"),
 		filepath.Join(root, "config", "crd", "upstream", "etcd-operator"),
 		filepath.Join(root, "config", "crd", "upstream", "flux"),
 		filepath.Join(root, "config", "crd", "upstream", "kamaji"),
-	}
+	)
 }
+
+// CozystackCRDs are the files of CozystackCRDPath every Env installs (the
+// Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
+var CozystackCRDs = []string{"backups.cozystack.io_plans.yaml"}
 
 // CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and
 // strategy.backups.cozystack.io CRDs, as Cozystack installs them. No suite

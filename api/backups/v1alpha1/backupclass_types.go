@@ -33,6 +33,22 @@ type BackupClassSpec struct {
 	Strategies []BackupClassStrategy `json:"strategies"`
 }
 
+// StrategyFor returns the entry of the class for application app: the
+// first whose (defaulted) group and kind match app's.
+func (c *BackupClass) StrategyFor(app TypedLocalObjectReference) (BackupClassStrategy, bool) {
+	app = NormalizeApplicationRef(app)
+	for _, s := range c.Spec.Strategies {
+		group := DefaultApplicationAPIGroup
+		if s.Application.APIGroup != nil && *s.Application.APIGroup != "" {
+			group = *s.Application.APIGroup
+		}
+		if group == *app.APIGroup && s.Application.Kind == app.Kind {
+			return s, true
+		}
+	}
+	return BackupClassStrategy{}, false
+}
+
 // BackupClassStatus is the observed state of a BackupClass.
 type BackupClassStatus struct {
 	// Conditions of the class.

@@ -19,9 +19,13 @@ const (
 	// InspectionLabel marks the inspection Job of a Backup and its Pods;
 	// its value is the Backup's UID.
 	InspectionLabel = "backups.cozystack.io/inspection"
-	// DrillLabel ("true") marks a dry-run RestoreJob a Plan started on
-	// its drill schedule (spec.drill); the Plan records how it ended.
+	// DrillLabel ("true") marks a dry-run RestoreJob the driver started on
+	// a Plan's drill schedule; the Plan records how it ended. A hint only:
+	// the drill's keyed name is what says the driver made it.
 	DrillLabel = "backups.cozystack.io/drill"
+	// ScheduledAtAnnotation on a BackupJob or a drill's RestoreJob records
+	// the run time (RFC 3339) the driver created it for.
+	ScheduledAtAnnotation = "backups.cozystack.io/scheduled-at"
 	// SnapshotHistoryLabel is set on an EtcdSnapshot when the driver hands
 	// it to its Backup: it is then history, which the driver does not
 	// cache (its caches select EtcdSnapshots without this label).

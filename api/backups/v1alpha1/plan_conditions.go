@@ -1,18 +1,9 @@
 package v1alpha1
 
-// PlanConditionScheduled is the condition type that reports the Plan's most
-// recent scheduling decision: True when it started a BackupJob, False when it
-// skipped a run (the reason says why).
+// PlanConditionScheduled is the condition type that reports the driver's
+// scheduler's most recent decision: True when it started a BackupJob,
+// False when it skipped a run (the reason says why).
 const PlanConditionScheduled = "Scheduled"
-
-// PlanConditionFieldsServed is False when the installed Plan CRD does not
-// serve some of the driver's Plan fields (Cozystack's own CRD lacks the
-// driver's extensions): those settings are pruned when written, so their
-// defaults apply; the message lists them.
-const PlanConditionFieldsServed = "FieldsServed"
-
-// PlanReasonFieldsNotServed is the reason of a False FieldsServed.
-const PlanReasonFieldsNotServed = "FieldsNotServed"
 
 // Reasons of the Plan's Error condition.
 const (
@@ -20,11 +11,9 @@ const (
 	PlanReasonScheduleValid = "ScheduleValid"
 	// PlanReasonInvalidCron: spec.schedule.cron does not parse.
 	PlanReasonInvalidCron = "InvalidCron"
-	// PlanReasonInvalidTimeZone: spec.schedule.timeZone is not an IANA name.
+	// PlanReasonInvalidTimeZone: the CRON_TZ= prefix of spec.schedule.cron
+	// is not an IANA name.
 	PlanReasonInvalidTimeZone = "InvalidTimeZone"
-	// PlanReasonInvalidSpec: another field makes the Plan unusable, for
-	// example an empty backupClassName.
-	PlanReasonInvalidSpec = "InvalidSpec"
 )
 
 // Reasons of the Plan's Scheduled condition (and of its Events).
@@ -44,8 +33,33 @@ const (
 	PlanReasonNameConflict = "NameConflict"
 )
 
+// PlanConditionPolicyValid is True when every etcd-backup-driver.cozystack.io/*
+// annotation of the Plan (retention, drill, the scheduler's settings)
+// parses; the message says where the platform's bounds or defaults apply.
+// False names the annotation that does not parse (reason
+// Invalid<Setting>, for example InvalidRetentionKeepLast): that setting
+// is not applied.
+const PlanConditionPolicyValid = "PolicyValid"
+
+// Reasons of the PolicyValid condition besides Invalid<Setting>.
+const (
+	// PlanReasonPolicyValid: every setting parses and applies as written.
+	PlanReasonPolicyValid = "PolicyValid"
+	// PlanReasonPolicyBounded: every setting parses; a platform bound or
+	// default replaced some (the message says which).
+	PlanReasonPolicyBounded = "PolicyBounded"
+	// PlanReasonMigrationConflict: a setting the Plan still holds in a
+	// field of the driver's earlier Plan CRD differs from the annotation
+	// that now holds it; the driver changed nothing, and that setting is
+	// not applied until the two agree (or the old field is removed).
+	PlanReasonMigrationConflict = "MigrationConflict"
+	// PlanReasonSettingsMigrated (an Event): the driver moved settings from
+	// fields of its earlier Plan CRD to the Plan's annotations.
+	PlanReasonSettingsMigrated = "SettingsMigrated"
+)
+
 // PlanConditionRehearsalOverdue is True when the plan's application has had
-// no successful rehearsal within spec.drill.window (reason
+// no successful rehearsal within its drill window (reason
 // RehearsalOverdue), False when it has (RehearsalRecent).
 const PlanConditionRehearsalOverdue = "RehearsalOverdue"
 
@@ -55,7 +69,7 @@ const (
 	PlanReasonRehearsalRecent  = "RehearsalRecent"
 )
 
-// Reasons of a Plan's drill Events (spec.drill).
+// Reasons of a Plan's drill Events.
 const (
 	// PlanReasonRehearsalStarted: the drill created its dry-run RestoreJob.
 	PlanReasonRehearsalStarted = "RehearsalStarted"
@@ -67,7 +81,4 @@ const (
 	// RestoreJob ended.
 	PlanReasonRehearsalSucceeded = "RehearsalSucceeded"
 	PlanReasonRehearsalFailed    = "RehearsalFailed"
-	// PlanReasonInvalidDrill: spec.drill.cron does not parse; backups go on,
-	// drills do not.
-	PlanReasonInvalidDrill = "InvalidDrill"
 )

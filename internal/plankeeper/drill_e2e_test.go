@@ -1,4 +1,4 @@
-package plan
+package plankeeper
 
 import (
 	"context"
@@ -28,9 +28,9 @@ func TestDrillEndIsSeenThroughItsOwner(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "nightly", "0 3 * * *", "", withDrill("*/5 * * * *", 24*time.Hour))
+	p := createPlan(g, ns, "nightly", "0 3 * * *", withDrill("*/5 * * * *", 24*time.Hour))
 	judgedBackup(g, ns, "good", "nightly", p.CreationTimestamp.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
-	due := nthRun(mustParse(t, "*/5 * * * *", ""), p.CreationTimestamp.Time, 1)
+	due := nthRun(mustParse(t, "*/5 * * * *"), p.CreationTimestamp.Time, 1)
 	clk := clocktesting.NewFakeClock(due.Add(20 * time.Second))
 
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
@@ -51,10 +51,10 @@ func TestDrillEndIsSeenThroughItsOwner(t *testing.T) {
 	}()
 
 	var rj backupsv1alpha1.RestoreJob
-	key := client.ObjectKey{Namespace: ns, Name: DrillName("nightly", due)}
+	key := client.ObjectKey{Namespace: ns, Name: drillName(g, p, due)}
 	g.Eventually(func() error { return env.Client.Get(ctx, key, &rj) }).WithTimeout(20 * time.Second).Should(Succeed())
 	g.Expect(rj.Spec.BackupRef.Name).To(Equal("good"))
-	g.Eventually(func() *metav1.Time { return getPlan(g, p).Status.LastDrillTime }).WithTimeout(20 * time.Second).ShouldNot(BeNil())
+	g.Eventually(func(g Gomega) { g.Expect(record(g, p).LastDrillTime).NotTo(BeNil()) }).WithTimeout(20 * time.Second).Should(Succeed())
 
 	var b backupsv1alpha1.Backup
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "good"}, &b)).To(Succeed())
@@ -63,7 +63,7 @@ func TestDrillEndIsSeenThroughItsOwner(t *testing.T) {
 	clk.SetTime(ended.Add(time.Second))
 	endDrill(g, &rj, backupsv1alpha1.RestoreJobPhaseSucceeded, ended, "rehearsed")
 	g.Eventually(func(g Gomega) {
-		st := getPlan(g, p).Status
+		st := record(g, p)
 		g.Expect(st.LastRehearsal).NotTo(BeNil())
 		g.Expect(st.LastRehearsal.Succeeded).To(BeTrue())
 		g.Expect(st.LastSuccessfulRehearsalTime).NotTo(BeNil())

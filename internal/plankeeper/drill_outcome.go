@@ -1,4 +1,4 @@
-package plan
+package plankeeper
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -29,43 +30,47 @@ func drillEnded(rj *backupsv1alpha1.RestoreJob) time.Time {
 	return rj.CreationTimestamp.Time
 }
 
-// recordEnded writes the newest finished drill into status.lastRehearsal
-// and the newest successful one's end into lastSuccessfulRehearsalTime.
-func (r *Reconciler) recordEnded(plan *backupsv1alpha1.Plan, drills []backupsv1alpha1.RestoreJob) {
-	st := &plan.Status
+// recordEnded writes the newest finished drill into the record's last
+// rehearsal and the newest successful one's scheduled time into its last
+// successful rehearsal time. Drills are ordered by the time their keyed
+// name binds, not by the end their status reports: a drill recorded and
+// pruned long ago, re-created by a tenant with a fresh end, stays as old as
+// it was.
+func (r *Reconciler) recordEnded(w *work, drills []backupsv1alpha1.RestoreJob) {
+	rec := &w.rec
 	for i := range drills {
 		rj := &drills[i]
+		due, _ := drillScheduledAt(rj)
 		if !rj.Status.Phase.IsTerminal() {
 			continue
 		}
-		ended := drillEnded(rj)
 		ok := rj.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded
-		if ok && (st.LastSuccessfulRehearsalTime == nil || ended.After(st.LastSuccessfulRehearsalTime.Time)) {
-			st.LastSuccessfulRehearsalTime = &metav1.Time{Time: ended}
+		if ok && (rec.LastSuccessfulRehearsalTime == nil || due.After(rec.LastSuccessfulRehearsalTime.Time)) {
+			rec.LastSuccessfulRehearsalTime = &metav1.Time{Time: due}
 		}
-		last := st.LastRehearsal
-		if last != nil && (last.CompletedAt.After(ended) || (last.RestoreJob == rj.Name && last.CompletedAt.Equal(&metav1.Time{Time: ended}))) {
+		if last := rec.LastRehearsal; last != nil && !due.After(last.ScheduledAt.Time) {
 			continue
 		}
-		st.LastRehearsal = &backupsv1alpha1.RehearsalRecord{
+		rec.LastRehearsal = &planrecord.Rehearsal{
 			RestoreJob:  rj.Name,
 			Backup:      rj.Spec.BackupRef.Name,
 			Succeeded:   ok,
-			CompletedAt: metav1.Time{Time: ended},
-			Message:     textlimit.Cut(rj.Status.Message, maxRehearsalMessage),
+			ScheduledAt: metav1.Time{Time: due},
+			CompletedAt: metav1.Time{Time: drillEnded(rj)},
+			Message:     textlimit.Cut(rj.Status.Message, planrecord.MaxMessage),
 		}
 		reason, kind := backupsv1alpha1.PlanReasonRehearsalSucceeded, corev1.EventTypeNormal
 		if !ok {
 			reason, kind = backupsv1alpha1.PlanReasonRehearsalFailed, corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(plan, rj, kind, reason, "Drill", "%s", textlimit.Note(fmt.Sprintf(
+		r.Recorder.Eventf(w.plan, rj, kind, reason, "Drill", "%s", textlimit.Note(fmt.Sprintf(
 			"rehearsal %s of Backup %s %s: %s", rj.Name, rj.Spec.BackupRef.Name, map[bool]string{true: "succeeded", false: "failed"}[ok], rj.Status.Message)))
 	}
 }
 
 // pruneDrills deletes the Plan's finished drills beyond the newest
-// drillHistory, once the stored status holds what they said.
-func (r *Reconciler) pruneDrills(ctx context.Context, plan *backupsv1alpha1.Plan, persisted *backupsv1alpha1.PlanStatus, drills []backupsv1alpha1.RestoreJob) error {
+// drillHistory, once the stored record holds what they said.
+func (r *Reconciler) pruneDrills(ctx context.Context, stored *planrecord.Record, drills []backupsv1alpha1.RestoreJob) error {
 	var done []*backupsv1alpha1.RestoreJob
 	for i := range drills {
 		if drills[i].Status.Phase.IsTerminal() && drills[i].DeletionTimestamp == nil {
@@ -75,11 +80,15 @@ func (r *Reconciler) pruneDrills(ctx context.Context, plan *backupsv1alpha1.Plan
 	if len(done) <= drillHistory {
 		return nil
 	}
-	sort.Slice(done, func(i, j int) bool { return drillEnded(done[i]).After(drillEnded(done[j])) })
+	sort.Slice(done, func(i, j int) bool {
+		a, _ := drillScheduledAt(done[i])
+		b, _ := drillScheduledAt(done[j])
+		return a.After(b)
+	})
 	var errs []error
 	for _, rj := range done[drillHistory:] {
-		if !recorded(persisted, rj) {
-			continue // the next reconcile, after the status write
+		if !recorded(stored, rj) {
+			continue // the next reconcile, after the record is written
 		}
 		err := r.Client.Delete(ctx, rj, client.Preconditions{UID: &rj.UID})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -91,26 +100,27 @@ func (r *Reconciler) pruneDrills(ctx context.Context, plan *backupsv1alpha1.Plan
 	return errors.Join(errs...)
 }
 
-// recorded reports whether the stored status already accounts for rj's
+// recorded reports whether the stored record already accounts for rj's
 // outcome, so deleting rj loses nothing.
-func recorded(st *backupsv1alpha1.PlanStatus, rj *backupsv1alpha1.RestoreJob) bool {
-	ended := drillEnded(rj)
-	if st.LastRehearsal == nil || st.LastRehearsal.CompletedAt.Time.Before(ended) {
+func recorded(st *planrecord.Record, rj *backupsv1alpha1.RestoreJob) bool {
+	due, _ := drillScheduledAt(rj)
+	if st.LastRehearsal == nil || st.LastRehearsal.ScheduledAt.Time.Before(due) {
 		return false
 	}
 	if rj.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
-		return st.LastSuccessfulRehearsalTime != nil && !st.LastSuccessfulRehearsalTime.Time.Before(ended)
+		return st.LastSuccessfulRehearsalTime != nil && !st.LastSuccessfulRehearsalTime.Time.Before(due)
 	}
 	return true
 }
 
-// judgeOverdue sets the RehearsalOverdue condition and the drill metrics,
-// and returns when the condition would turn True (zero when it is).
-func (r *Reconciler) judgeOverdue(plan *backupsv1alpha1.Plan, now time.Time, invalid string) time.Time {
-	window := drillWindow(plan.Spec.Drill)
+// judgeOverdue sets the RehearsalOverdue condition and the drill metrics
+// from the signed record (never from anything a tenant wrote unsigned), and
+// returns when the condition would turn True (zero when it is).
+func (r *Reconciler) judgeOverdue(w *work, window time.Duration, now time.Time, invalid string) time.Time {
+	plan := w.plan
 	since, what := plan.CreationTimestamp.Time, "the Plan was created"
-	if t := plan.Status.LastSuccessfulRehearsalTime; t != nil {
-		since, what = t.Time, "the last successful rehearsal"
+	if t := w.rec.LastSuccessfulRehearsalTime; t != nil {
+		since, what = t.Time, "the last successful rehearsal (scheduled)"
 		lastSuccessfulRehearsal.WithLabelValues(plan.Namespace, plan.Name).Set(float64(t.Unix()))
 	} else {
 		lastSuccessfulRehearsal.DeleteLabelValues(plan.Namespace, plan.Name)
@@ -120,11 +130,11 @@ func (r *Reconciler) judgeOverdue(plan *backupsv1alpha1.Plan, now time.Time, inv
 	if now.Sub(since) > window {
 		msg := fmt.Sprintf("no successful rehearsal since %s at %s: more than the window of %s (overdue since %s)", what,
 			since.UTC().Format(time.RFC3339), window, dueBy.UTC().Format(time.RFC3339))
-		setCondition(plan, backupsv1alpha1.PlanConditionRehearsalOverdue, metav1.ConditionTrue, backupsv1alpha1.PlanReasonRehearsalOverdue, withInvalid(msg, invalid))
+		w.set(backupsv1alpha1.PlanConditionRehearsalOverdue, metav1.ConditionTrue, backupsv1alpha1.PlanReasonRehearsalOverdue, withInvalid(msg, invalid))
 		rehearsalOverdue.WithLabelValues(plan.Namespace, plan.Name).Set(1)
 	} else {
 		msg := fmt.Sprintf("%s was at %s; overdue after %s (window %s)", what, since.UTC().Format(time.RFC3339), dueBy.UTC().Format(time.RFC3339), window)
-		setCondition(plan, backupsv1alpha1.PlanConditionRehearsalOverdue, metav1.ConditionFalse, backupsv1alpha1.PlanReasonRehearsalRecent, withInvalid(msg, invalid))
+		w.set(backupsv1alpha1.PlanConditionRehearsalOverdue, metav1.ConditionFalse, backupsv1alpha1.PlanReasonRehearsalRecent, withInvalid(msg, invalid))
 		rehearsalOverdue.WithLabelValues(plan.Namespace, plan.Name).Set(0)
 		// "More than the window": the first instant past it.
 		flip = dueBy.Add(time.Second)

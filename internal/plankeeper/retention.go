@@ -1,12 +1,20 @@
-package plan
+package plankeeper
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
 // PruneReason says which retention rule selected a Backup.
@@ -28,12 +36,12 @@ type Prune struct {
 // selects the newest Ready Backup, the newest inspected one (while a
 // newer one's inspection runs, it is the one a content drop would hold), a
 // Backup named in inUse (a RestoreJob reads it), one held for a content
-// drop (the last good Backup before
-// one: a person releases it by removing the annotation), one still
-// Pending (its data may not be complete), or one already being deleted. keepLast counts every kept Backup, newest first by
-// spec.takenAt; maxAge selects Backups taken longer ago than it.
-func BackupsToPrune(backups []backupsv1alpha1.Backup, ret *backupsv1alpha1.PlanRetention, inUse map[string]bool, now time.Time) []Prune {
-	if ret == nil || (ret.KeepLast == nil && ret.MaxAge == nil) {
+// drop (the last good Backup before one: a person releases it by removing
+// the annotation), one still Pending (its data may not be complete), or
+// one already being deleted. keepLast counts every kept Backup, newest
+// first by spec.takenAt; maxAge selects Backups taken longer ago than it.
+func BackupsToPrune(backups []backupsv1alpha1.Backup, ret planpolicy.Retention, inUse map[string]bool, now time.Time) []Prune {
+	if !ret.Prunes() {
 		return nil
 	}
 	live := make([]*backupsv1alpha1.Backup, 0, len(backups))
@@ -63,9 +71,9 @@ func BackupsToPrune(backups []backupsv1alpha1.Backup, ret *backupsv1alpha1.PlanR
 			continue
 		}
 		switch {
-		case ret.KeepLast != nil && i >= int(*ret.KeepLast):
+		case ret.KeepLast > 0 && i >= int(ret.KeepLast):
 			out = append(out, Prune{Backup: b, Reason: PruneKeepLast})
-		case ret.MaxAge != nil && now.Sub(b.Spec.TakenAt.Time) > ret.MaxAge.Duration:
+		case ret.MaxAge > 0 && now.Sub(b.Spec.TakenAt.Time) > ret.MaxAge:
 			out = append(out, Prune{Backup: b, Reason: PruneMaxAge})
 		}
 	}
@@ -97,4 +105,38 @@ func NewestReady(backups []backupsv1alpha1.Backup) string {
 	}
 	SortNewestFirst(live)
 	return live[0].Name
+}
+
+// reasonBackupPruned is the reason of the Event on a Backup retention deleted.
+const reasonBackupPruned = "BackupPruned"
+
+// applyRetention deletes the Plan's Backups that its retention selects. The
+// deletion itself (snapshot and, by policy, the stored object) is the
+// Backup finalizer's work.
+func (r *Reconciler) applyRetention(ctx context.Context, w *work, obs *observed, now time.Time) error {
+	plan, ret := w.plan, w.policy.Retention
+	prunes := BackupsToPrune(obs.backups, ret, obs.inUse, now)
+	if len(prunes) == 0 {
+		return nil
+	}
+	// A RestoreJob created a moment ago may not be in the cache yet; ask
+	// the API server before deleting anything a restore might be reading.
+	inUse, err := restoresInProgress(ctx, r.APIReader, plan.Namespace)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, p := range BackupsToPrune(obs.backups, ret, inUse, now) {
+		b := p.Backup
+		err := r.Client.Delete(ctx, b, client.Preconditions{UID: &b.UID})
+		if err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete Backup %s/%s by retention: %w", b.Namespace, b.Name, err))
+			continue
+		}
+		prunedBackupsTotal.WithLabelValues(string(p.Reason)).Inc()
+		log.FromContext(ctx).Info("deleted Backup by retention", "backup", b.Name, "rule", p.Reason, "takenAt", b.Spec.TakenAt)
+		r.Recorder.Eventf(plan, b, corev1.EventTypeNormal, reasonBackupPruned, "Retain",
+			"deleted Backup %s (taken %s) by retention rule %s", b.Name, b.Spec.TakenAt.UTC().Format(time.RFC3339), p.Reason)
+	}
+	return errors.Join(errs...)
 }

@@ -1,8 +1,9 @@
-package plan
+package plankeeper
 
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
 
-// withDrill gives a Plan a drill schedule and window.
-func withDrill(cron string, window time.Duration) func(*backupsv1alpha1.Plan) {
-	return func(p *backupsv1alpha1.Plan) {
-		p.Spec.Drill = &backupsv1alpha1.PlanDrill{Cron: cron, Window: &metav1.Duration{Duration: window}}
-	}
+// withDrill are the annotations of a drill schedule and window.
+func withDrill(cron string, window time.Duration) map[string]string {
+	return map[string]string{planpolicy.DrillSchedule: cron, planpolicy.DrillWindow: window.String()}
 }
 
 // judgedBackup records a sealed Ready Backup of plan and writes the
@@ -37,6 +39,13 @@ func judgedBackup(g Gomega, ns, name, plan string, takenAt time.Time, conds ...m
 
 func cond(typ string, status metav1.ConditionStatus) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: status, Reason: "Test", Message: "set by the test"}
+}
+
+// drillName is the name the driver gives p's drill due at due.
+func drillName(g Gomega, p *backupsv1alpha1.Plan, due time.Time) string {
+	_, key, err := testKeys.Active(context.Background())
+	g.Expect(err).NotTo(HaveOccurred())
+	return DrillName(key, p.Namespace, p.Name, getPlan(g, p).UID, due)
 }
 
 func ownDrillJobs(g Gomega, p *backupsv1alpha1.Plan) []backupsv1alpha1.RestoreJob {
@@ -96,7 +105,7 @@ func label(m *dto.Metric, name string) string {
 func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "nightly", "0 3 * * *", "", withDrill("*/10 * * * *", 24*time.Hour))
+	p := createPlan(g, ns, "nightly", "0 3 * * *", withDrill("*/10 * * * *", 24*time.Hour))
 	created := p.CreationTimestamp.Time
 	verified := cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue)
 	judgedBackup(g, ns, "good", "nightly", created.Add(-4*time.Hour), verified, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionTrue))
@@ -111,7 +120,7 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	forged.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionVerified, Status: metav1.ConditionTrue, Reason: "Forged", LastTransitionTime: metav1.Now()}}
 	g.Expect(env.Client.Update(context.Background(), forged)).To(Succeed())
 
-	due := nthRun(mustParse(t, "*/10 * * * *", ""), created, 1)
+	due := nthRun(mustParse(t, "*/10 * * * *"), created, 1)
 	h := newHarness(due.Add(10 * time.Second))
 	res, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -120,30 +129,28 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	drills := ownDrillJobs(g, p)
 	g.Expect(drills).To(HaveLen(1))
 	d := drills[0]
-	g.Expect(d.Name).To(Equal(DrillName("nightly", due)))
+	g.Expect(d.Name).To(Equal(drillName(g, p, due)))
 	g.Expect(d.Spec.BackupRef.Name).To(Equal("good"))
 	g.Expect(string(d.Spec.Options.Raw)).To(MatchJSON(`{"dryRun": true}`))
 	g.Expect(d.Labels).To(HaveKeyWithValue(backupsv1alpha1.PlanNameLabel, "nightly"))
 	g.Expect(d.Labels).To(HaveKeyWithValue(backupsv1alpha1.DrillLabel, "true"))
-	g.Expect(getPlan(g, p).Status.LastDrillTime.Time).To(BeTemporally("==", due))
+	g.Expect(record(g, p).LastDrillTime.Time).To(BeTemporally("==", due))
 	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonRehearsalStarted)).To(ConsistOf(ContainSubstring("rehearsing Backup good")))
 
-	// A second reconcile, and one that lost the status write, make no
-	// second drill.
+	// A second reconcile, and one that lost the record (a crash before it
+	// was written, or a tenant removing it), make no second drill.
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
-	cur := getPlan(g, p)
-	cur.Status.LastDrillTime = nil
-	g.Expect(env.Client.Status().Update(context.Background(), cur)).To(Succeed())
+	annotate(g, p, map[string]string{planrecord.Annotation: ""})
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownDrillJobs(g, p)).To(HaveLen(1))
-	g.Expect(getPlan(g, p).Status.LastDrillTime.Time).To(BeTemporally("==", due))
+	g.Expect(record(g, p).LastDrillTime.Time).To(BeTemporally("==", due))
 
 	// A RestoreJob a tenant labels as a drill of this Plan, "succeeded"
 	// and newer, is not the Plan's: it is not recorded.
 	impostor := &backupsv1alpha1.RestoreJob{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: DrillName("nightly", due.Add(time.Minute)),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: drillName(g, p, due.Add(time.Minute)),
 			Labels: map[string]string{backupsv1alpha1.PlanNameLabel: "nightly", backupsv1alpha1.DrillLabel: "true"}},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "good"}},
 	}
@@ -155,21 +162,24 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 	h.clk.SetTime(ended.Add(time.Minute))
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
-	st := getPlan(g, p).Status
+	st := record(g, p)
 	g.Expect(st.LastRehearsal).NotTo(BeNil())
 	g.Expect(st.LastRehearsal.RestoreJob).To(Equal(d.Name))
 	g.Expect(st.LastRehearsal.Backup).To(Equal("good"))
 	g.Expect(st.LastRehearsal.Succeeded).To(BeTrue())
 	g.Expect(st.LastRehearsal.Message).To(Equal("rehearsed Backup good"))
+	g.Expect(st.LastRehearsal.ScheduledAt.Time).To(BeTemporally("==", due))
 	g.Expect(st.LastRehearsal.CompletedAt.Time).To(BeTemporally("==", ended))
-	g.Expect(st.LastSuccessfulRehearsalTime.Time).To(BeTemporally("==", ended))
-	c := meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
+	// A rehearsal counts from when its drill was due: the time its keyed
+	// name binds, not the end its status reports.
+	g.Expect(st.LastSuccessfulRehearsalTime.Time).To(BeTemporally("==", due))
+	c := meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
 	g.Expect(c).NotTo(BeNil())
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(backupsv1alpha1.PlanReasonRehearsalRecent))
 	v, ok := series(g, "etcd_backup_driver_plan_last_successful_rehearsal_timestamp_seconds", ns, "nightly")
 	g.Expect(ok).To(BeTrue())
-	g.Expect(v).To(Equal(float64(ended.Unix())))
+	g.Expect(v).To(Equal(float64(due.Unix())))
 	g.Expect(testutil.ToFloat64(rehearsalOverdue.WithLabelValues(ns, "nightly"))).To(Equal(0.0))
 	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonRehearsalSucceeded)).To(HaveLen(1))
 }
@@ -181,10 +191,10 @@ func TestDrillRehearsesTheNewestGoodBackup(t *testing.T) {
 func TestFailedDrillAndOverdue(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "p", "0 3 * * *", "", withDrill("*/10 * * * *", 30*time.Minute))
+	p := createPlan(g, ns, "p", "0 3 * * *", withDrill("*/10 * * * *", 30*time.Minute))
 	created := p.CreationTimestamp.Time
 	judgedBackup(g, ns, "b", "p", created.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
-	due := nthRun(mustParse(t, "*/10 * * * *", ""), created, 1)
+	due := nthRun(mustParse(t, "*/10 * * * *"), created, 1)
 	h := newHarness(due.Add(5 * time.Second))
 	_, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -196,11 +206,11 @@ func TestFailedDrillAndOverdue(t *testing.T) {
 	h.clk.SetTime(ended.Add(time.Second))
 	res, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
-	st := getPlan(g, p).Status
+	st := record(g, p)
 	g.Expect(st.LastRehearsal.Succeeded).To(BeFalse())
 	g.Expect(st.LastRehearsal.Message).To(Equal("the staged snapshot does not boot"))
 	g.Expect(st.LastSuccessfulRehearsalTime).To(BeNil())
-	g.Expect(meta.IsStatusConditionFalse(st.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeTrue())
+	g.Expect(meta.IsStatusConditionFalse(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeTrue())
 	// It asks to be called again no later than the next drill or the flip.
 	flip := created.Add(30 * time.Minute)
 	g.Expect(h.clk.Now().Add(res.RequeueAfter)).To(BeTemporally("<=", flip.Add(time.Second)))
@@ -227,9 +237,7 @@ func TestFailedDrillAndOverdue(t *testing.T) {
 	g.Expect(ok).To(BeTrue())
 	g.Expect(v).To(Equal(1.0))
 
-	cur := getPlan(g, p)
-	cur.Spec.Drill = nil
-	g.Expect(env.Client.Update(context.Background(), cur)).To(Succeed())
+	annotate(g, p, map[string]string{planpolicy.DrillSchedule: "", planpolicy.DrillWindow: ""})
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeNil())
@@ -242,11 +250,11 @@ func TestFailedDrillAndOverdue(t *testing.T) {
 func TestDrillWithoutGoodBackupIsSkipped(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "p", "0 3 * * *", "", withDrill("*/10 * * * *", time.Hour))
+	p := createPlan(g, ns, "p", "0 3 * * *", withDrill("*/10 * * * *", time.Hour))
 	created := p.CreationTimestamp.Time
 	judgedBackup(g, ns, "dropped", "p", created.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue),
 		cond(backupsv1alpha1.BackupConditionContentDrop, metav1.ConditionTrue))
-	due := nthRun(mustParse(t, "*/10 * * * *", ""), created, 1)
+	due := nthRun(mustParse(t, "*/10 * * * *"), created, 1)
 	h := newHarness(due.Add(5 * time.Second))
 	_, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -254,7 +262,7 @@ func TestDrillWithoutGoodBackupIsSkipped(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownDrillJobs(g, p)).To(BeEmpty())
 	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonNoBackupToRehearse)).To(HaveLen(1))
-	st := getPlan(g, p).Status
+	st := record(g, p)
 	g.Expect(st.LastDrillSkippedTime.Time).To(BeTemporally("==", due))
 	g.Expect(st.LastDrillTime).To(BeNil())
 }
@@ -264,9 +272,9 @@ func TestDrillWithoutGoodBackupIsSkipped(t *testing.T) {
 func TestDrillHistoryKeepsThree(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "p", "0 3 * * *", "", withDrill("*/10 * * * *", time.Hour))
+	p := createPlan(g, ns, "p", "0 3 * * *", withDrill("*/10 * * * *", time.Hour))
 	judgedBackup(g, ns, "b", "p", p.CreationTimestamp.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
-	sched := mustParse(t, "*/10 * * * *", "")
+	sched := mustParse(t, "*/10 * * * *")
 	h := newHarness(p.CreationTimestamp.Time)
 	var names []string
 	for n := 1; n <= 5; n++ {
@@ -275,7 +283,7 @@ func TestDrillHistoryKeepsThree(t *testing.T) {
 		_, err := h.reconcile(p)
 		g.Expect(err).NotTo(HaveOccurred())
 		var rj backupsv1alpha1.RestoreJob
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: DrillName("p", due)}, &rj)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: drillName(g, p, due)}, &rj)).To(Succeed())
 		endDrill(g, &rj, backupsv1alpha1.RestoreJobPhaseSucceeded, due.Add(time.Minute).Truncate(time.Second), "ok")
 		names = append(names, rj.Name)
 		h.clk.SetTime(due.Add(2 * time.Minute))
@@ -289,7 +297,7 @@ func TestDrillHistoryKeepsThree(t *testing.T) {
 		}
 	}
 	g.Expect(left).To(ConsistOf(names[2], names[3], names[4]))
-	g.Expect(getPlan(g, p).Status.LastRehearsal.RestoreJob).To(Equal(names[4]))
+	g.Expect(record(g, p).LastRehearsal.RestoreJob).To(Equal(names[4]))
 }
 
 // A drill schedule takes H terms, hashed apart from the backup schedule's
@@ -300,9 +308,9 @@ func TestDrillScheduleAndName(t *testing.T) {
 	from := time.Date(2026, 5, 4, 0, 0, 0, 0, time.UTC)
 	var same int
 	for _, name := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		backups, err := ParseSchedule("H 3 * * *", "Europe/Berlin", HashKey("ns", name))
+		backups, err := cronschedule.Parse("CRON_TZ=Europe/Berlin H 3 * * *", cronschedule.HashKey("ns", name))
 		g.Expect(err).NotTo(HaveOccurred())
-		drills, err := ParseSchedule("H 3 * * *", "Europe/Berlin", DrillHashKey("ns", name))
+		drills, err := cronschedule.Parse("CRON_TZ=Europe/Berlin H 3 * * *", planpolicy.DrillHashKey("ns", name))
 		g.Expect(err).NotTo(HaveOccurred())
 		next := drills.Next(from)
 		g.Expect(next.In(time.FixedZone("CEST", 2*3600)).Hour()).To(Equal(3))
@@ -314,9 +322,15 @@ func TestDrillScheduleAndName(t *testing.T) {
 
 	long := "a-plan-with-a-name-long-enough-to-need-shortening-in-job-names"
 	at := time.Date(2026, 5, 4, 3, 31, 0, 0, time.UTC)
-	g.Expect(len(DrillName(long, at))).To(BeNumerically("<=", 63))
-	g.Expect(DrillName(long, at)).NotTo(Equal(JobName(long, at)))
-	g.Expect(DrillName("nightly", at)).To(Equal("nightly-drill-" + fmt.Sprint(at.Unix()/60)))
+	key := []byte(strings.Repeat("k", 32))
+	g.Expect(len(DrillName(key, "ns", long, "uid", at))).To(BeNumerically("<=", 63))
+	g.Expect(DrillName(key, "ns", long, "uid", at)).NotTo(Equal(cronschedule.RunName(long, at)))
+	name := DrillName(key, "ns", "nightly", "uid", at)
+	g.Expect(name).To(MatchRegexp("^nightly-drill-[a-z2-7]{8}-" + fmt.Sprint(at.Unix()/60) + "$"))
+	// Keyed: another key, Plan (UID) or time gives another name.
+	g.Expect(DrillName([]byte(strings.Repeat("o", 32)), "ns", "nightly", "uid", at)).NotTo(Equal(name))
+	g.Expect(DrillName(key, "ns", "nightly", "uid2", at)).NotTo(Equal(name))
+	g.Expect(DrillName(key, "ns", "nightly", "uid", at.Add(time.Minute))).NotTo(HavePrefix(strings.TrimSuffix(name, fmt.Sprint(at.Unix()/60))))
 }
 
 // A suspended Plan skips its drills and is never overdue; resumed, it is
@@ -324,28 +338,69 @@ func TestDrillScheduleAndName(t *testing.T) {
 func TestSuspendedPlanNeitherDrillsNorIsOverdue(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	p := createPlan(g, ns, "p", "0 3 * * *", "", func(p *backupsv1alpha1.Plan) {
-		withDrill("*/10 * * * *", 30*time.Minute)(p)
-		p.Spec.Suspend = true
-	})
+	ann := withDrill("*/10 * * * *", 30*time.Minute)
+	ann[planpolicy.Suspend] = "true"
+	p := createPlan(g, ns, "p", "0 3 * * *", ann)
 	judgedBackup(g, ns, "b", "p", p.CreationTimestamp.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
 	h := newHarness(p.CreationTimestamp.Add(time.Hour + 5*time.Second))
 	_, err := h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownDrillJobs(g, p)).To(BeEmpty())
-	st := getPlan(g, p).Status
-	g.Expect(st.LastDrillSkippedTime).NotTo(BeNil())
-	g.Expect(meta.FindStatusCondition(st.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeNil())
+	g.Expect(record(g, p).LastDrillSkippedTime).NotTo(BeNil())
+	g.Expect(meta.FindStatusCondition(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeNil())
 	_, ok := series(g, "etcd_backup_driver_plan_rehearsal_overdue", ns, "p")
 	g.Expect(ok).To(BeFalse())
 
-	cur := getPlan(g, p)
-	cur.Spec.Suspend = false
-	g.Expect(env.Client.Update(context.Background(), cur)).To(Succeed())
+	annotate(g, p, map[string]string{planpolicy.Suspend: ""})
 	_, err = h.reconcile(p)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ownDrillJobs(g, p)).To(BeEmpty(), "the drills that fell while suspended do not start on resume")
 	g.Expect(meta.IsStatusConditionTrue(getPlan(g, p).Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)).To(BeTrue())
 	v, _ := series(g, "etcd_backup_driver_plan_rehearsal_overdue", ns, "p")
 	g.Expect(v).To(Equal(1.0))
+}
+
+// A tenant can copy everything the driver puts on a drill: its name (with
+// a later minute), its labels and annotations, and its controller
+// reference to the Plan. Such a look-alike, "succeeded" and newer than the
+// Plan's own drill, is not the Plan's drill: it is not recorded, not
+// counted as a rehearsal, and does not stop the real drill from running.
+func TestALookAlikeDrillIsNotTheDrivers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "nightly", "0 3 * * *", withDrill("*/10 * * * *", 24*time.Hour))
+	created := p.CreationTimestamp.Time
+	judgedBackup(g, ns, "good", "nightly", created.Add(-time.Hour), cond(backupsv1alpha1.BackupConditionVerified, metav1.ConditionTrue))
+	sched := mustParse(t, "*/10 * * * *")
+	due := nthRun(sched, created, 1)
+	h := newHarness(due.Add(5 * time.Second))
+	_, err := h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	drills := ownDrillJobs(g, p)
+	g.Expect(drills).To(HaveLen(1))
+	genuine := drills[0]
+
+	next := sched.Next(due)
+	lookAlike := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       ns,
+			Name:            strings.Replace(genuine.Name, fmt.Sprint(due.Unix()/60), fmt.Sprint(next.Unix()/60), 1),
+			Labels:          genuine.Labels,
+			Annotations:     map[string]string{backupsv1alpha1.ScheduledAtAnnotation: next.UTC().Format(time.RFC3339)},
+			OwnerReferences: genuine.OwnerReferences,
+		},
+		Spec: genuine.Spec,
+	}
+	g.Expect(lookAlike.Name).NotTo(Equal(genuine.Name))
+	g.Expect(env.Client.Create(ctx, lookAlike)).To(Succeed())
+	endDrill(g, lookAlike, backupsv1alpha1.RestoreJobPhaseSucceeded, next.Add(time.Minute).Truncate(time.Second), "forged")
+
+	h.clk.SetTime(next.Add(5 * time.Second))
+	_, err = h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	st := record(g, p)
+	g.Expect(st.LastRehearsal).To(BeNil(), "a look-alike's outcome was recorded as the Plan's rehearsal")
+	g.Expect(st.LastSuccessfulRehearsalTime).To(BeNil())
+	g.Expect(containing(h.events(), backupsv1alpha1.PlanReasonRehearsalSucceeded)).To(BeEmpty())
 }

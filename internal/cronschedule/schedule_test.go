@@ -1,4 +1,4 @@
-package plan
+package cronschedule
 
 import (
 	"errors"
@@ -18,11 +18,19 @@ func mustLoc(t *testing.T, name string) *time.Location {
 	return loc
 }
 
+// inZone writes expr with tz as its CRON_TZ prefix ("" for none).
+func inZone(expr, tz string) string {
+	if tz == "" {
+		return expr
+	}
+	return "CRON_TZ=" + tz + " " + expr
+}
+
 func mustParse(t *testing.T, expr, tz string) Schedule {
 	t.Helper()
-	s, err := ParseSchedule(expr, tz, "")
+	s, err := Parse(inZone(expr, tz), "")
 	if err != nil {
-		t.Fatalf("ParseSchedule(%q, %q): %v", expr, tz, err)
+		t.Fatalf("Parse(%q): %v", inZone(expr, tz), err)
 	}
 	return s
 }
@@ -48,10 +56,12 @@ func TestParseScheduleRejectsBadInput(t *testing.T) {
 		{"@every 30s", "", ErrInvalidCron},
 		{"0 3 * * *", "Mars/Olympus", ErrInvalidTimeZone},
 		{"0 3 * * *", "Local", ErrInvalidTimeZone},
+		{"H 3 * * *", "Mars/Olympus", ErrInvalidTimeZone},
+		{"TZ= 0 3 * * *", "", ErrInvalidTimeZone},
 		{"CRON_TZ=Europe/Berlin 0 3 * * *", "Europe/Paris", ErrInvalidCron},
 	} {
-		if _, err := ParseSchedule(tc.expr, tc.tz, ""); !errors.Is(err, tc.want) {
-			t.Errorf("ParseSchedule(%q, %q) = %v, want %v", tc.expr, tc.tz, err, tc.want)
+		if _, err := Parse(inZone(tc.expr, tc.tz), ""); !errors.Is(err, tc.want) {
+			t.Errorf("Parse(%q) = %v, want %v", inZone(tc.expr, tc.tz), err, tc.want)
 		}
 	}
 }
@@ -64,6 +74,8 @@ func TestParseScheduleReadsTheTimeZone(t *testing.T) {
 		{"0 3 * * *", "Europe/Berlin", "2026-01-10T02:00:00Z"},
 		{"0 3 * * *", "America/New_York", "2026-01-10T08:00:00Z"},
 		{"CRON_TZ=Asia/Tokyo 0 3 * * *", "", "2026-01-10T18:00:00Z"},
+		{"TZ=Asia/Tokyo 0 3 * * *", "", "2026-01-10T18:00:00Z"},
+		{"H(0-0) 3 * * *", "Europe/Berlin", "2026-01-10T02:00:00Z"},
 		{"@daily", "Asia/Kolkata", "2026-01-10T18:30:00Z"},
 		{"@hourly", "", "2026-01-10T01:00:00Z"},
 		{"@every 90m", "Europe/Berlin", "2026-01-10T01:30:00Z"},
@@ -122,7 +134,7 @@ func TestDueRunsAcrossFallBackWithFakeClock(t *testing.T) {
 	var started []string
 	for clk.Now().Before(time.Date(2026, 10, 25, 4, 0, 0, 0, time.UTC)) {
 		clk.Step(5 * time.Minute)
-		r := DueRuns(s, last, clk.Now(), DefaultStartingDeadline)
+		r := DueRuns(s, last, clk.Now(), deadline)
 		if r.Missed+r.Superseded != 0 {
 			t.Fatalf("at %s: unexpected skips %+v", clk.Now(), r)
 		}
@@ -133,5 +145,20 @@ func TestDueRunsAcrossFallBackWithFakeClock(t *testing.T) {
 	}
 	if len(started) != 1 || started[0] != "2026-10-25T00:30:00Z" {
 		t.Fatalf("started %v, want exactly the first 02:30 (00:30Z)", started)
+	}
+}
+
+// A drill schedule without a zone of its own is read in the zone of the
+// backup schedule; one with its own keeps it.
+func TestInZoneOf(t *testing.T) {
+	for _, tc := range []struct{ expr, other, want string }{
+		{"0 4 * * 0", "CRON_TZ=Europe/Berlin 0 3 * * *", "CRON_TZ=Europe/Berlin 0 4 * * 0"},
+		{" H 4 * * 0 ", "TZ=Asia/Tokyo H 3 * * *", "TZ=Asia/Tokyo H 4 * * 0"},
+		{"CRON_TZ=UTC 0 4 * * 0", "CRON_TZ=Europe/Berlin 0 3 * * *", "CRON_TZ=UTC 0 4 * * 0"},
+		{"0 4 * * 0", "0 3 * * *", "0 4 * * 0"},
+	} {
+		if got := InZoneOf(tc.expr, tc.other); got != tc.want {
+			t.Errorf("InZoneOf(%q, %q) = %q, want %q", tc.expr, tc.other, got, tc.want)
+		}
 	}
 }

@@ -1,4 +1,11 @@
-package plan
+// Package cronschedule reads the cron expressions of Plans (a backup
+// schedule and a drill schedule) and says which run is due: standard
+// five-field expressions and descriptors, Jenkins-style H terms hashed from
+// the Plan (internal/hashcron), and an optional time zone written as the
+// `CRON_TZ=Europe/Berlin ` prefix that Cozystack's own Plan controller
+// (robfig/cron's ParseStandard) understands too. Without a prefix an
+// expression is read in UTC.
+package cronschedule
 
 import (
 	"errors"
@@ -11,8 +18,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 )
 
-// Errors ParseSchedule wraps, so the controller can report which part of the
-// schedule is wrong.
+// Errors Parse wraps, so a controller can report which part of the schedule
+// is wrong.
 var (
 	// ErrInvalidCron: the cron expression does not parse.
 	ErrInvalidCron = errors.New("invalid cron expression")
@@ -33,35 +40,53 @@ func HashKey(namespace, name string) string {
 	return namespace + "/" + name
 }
 
-// ParseSchedule reads a standard five-field cron expression (or a descriptor
-// such as @daily or @every 1h) in the IANA time zone tz; an empty tz means
-// UTC, never the controller's local zone, so a schedule means the same thing
-// wherever the driver runs. Jenkins-style H terms are first resolved for key
-// (HashKey of the Plan).
-func ParseSchedule(expr, tz, key string) (Schedule, error) {
+// tzPrefixes introduce the time zone robfig/cron reads before the fields.
+var tzPrefixes = []string{"CRON_TZ=", "TZ="}
+
+// Zone returns the time zone prefix of expr ("CRON_TZ=Europe/Berlin"), or
+// "" when it has none.
+func Zone(expr string) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(expr), " ")
+	for _, p := range tzPrefixes {
+		if strings.HasPrefix(first, p) {
+			return first
+		}
+	}
+	return ""
+}
+
+// InZoneOf returns expr read in the time zone of other: expr as it is when
+// it names a zone of its own or other names none, else other's prefix
+// before it. A Plan's drill schedule is read in its backup schedule's zone
+// this way.
+func InZoneOf(expr, other string) string {
+	zone := Zone(other)
+	if zone == "" || Zone(expr) != "" {
+		return expr
+	}
+	return zone + " " + strings.TrimSpace(expr)
+}
+
+// Parse reads a standard five-field cron expression (or a descriptor such
+// as @daily or @every 1h), optionally after a `CRON_TZ=<IANA name> ` prefix;
+// without one it is read in UTC, never in the controller's local zone, so a
+// schedule means the same thing wherever the driver runs. Jenkins-style H
+// terms are first resolved for key (HashKey of the Plan).
+func Parse(expr, key string) (Schedule, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
-		return nil, fmt.Errorf("%w: spec.schedule.cron is empty", ErrInvalidCron)
+		return nil, fmt.Errorf("%w: the expression is empty", ErrInvalidCron)
+	}
+	if zone := Zone(expr); zone != "" {
+		_, name, _ := strings.Cut(zone, "=")
+		// "Local" would silently depend on the controller's host.
+		if _, err := time.LoadLocation(name); err != nil || name == "Local" || name == "" {
+			return nil, fmt.Errorf("%w: %q is not an IANA time zone name", ErrInvalidTimeZone, name)
+		}
 	}
 	resolved, err := hashcron.Resolve(expr, key)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrInvalidCron, expr, err)
-	}
-	embeddedTZ := strings.HasPrefix(resolved, "CRON_TZ=") || strings.HasPrefix(resolved, "TZ=")
-	if embeddedTZ && tz != "" {
-		return nil, fmt.Errorf("%w: %q names a time zone and spec.schedule.timeZone is set too; use only spec.schedule.timeZone", ErrInvalidCron, expr)
-	}
-	loc := time.UTC
-	if tz != "" {
-		// "Local" would silently depend on the controller's host.
-		if tz == "Local" {
-			return nil, fmt.Errorf("%w: %q is not an IANA time zone name", ErrInvalidTimeZone, tz)
-		}
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %q: %v", ErrInvalidTimeZone, tz, err)
-		}
-		loc = l
 	}
 	parsed, err := cron.ParseStandard(resolved)
 	if err != nil {
@@ -77,10 +102,8 @@ func ParseSchedule(expr, tz, key string) (Schedule, error) {
 		}
 		return parsed, nil
 	}
-	if !embeddedTZ {
-		spec.Location = loc
-	} else if spec.Location == time.Local {
-		return nil, fmt.Errorf("%w: %q: the embedded time zone must be an IANA name", ErrInvalidTimeZone, expr)
+	if Zone(expr) == "" {
+		spec.Location = time.UTC
 	}
 	return dstSafe{spec: spec}, nil
 }

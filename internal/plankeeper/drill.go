@@ -1,7 +1,10 @@
-package plan
+package plankeeper
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,131 +14,129 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 )
-
-// DefaultDrillWindow is how long a Plan with a drill may go without a
-// successful rehearsal before RehearsalOverdue turns True: a weekly drill
-// and a day of slack.
-const DefaultDrillWindow = 192 * time.Hour
 
 // drillHistory is how many finished drill RestoreJobs a Plan keeps.
 const drillHistory = 3
 
-// invalidDrillMark starts what the RehearsalOverdue condition says when
-// the drill schedule does not parse.
-const invalidDrillMark = "spec.drill.cron cannot be used"
-
-// maxRehearsalMessage bounds RehearsalRecord.message (its CRD limit).
-const maxRehearsalMessage = 1024
-
-// DrillHashKey is what the H terms of a Plan's drill schedule are hashed
-// with: not the backup schedule's key, so an "H" drill does not land on
-// the minute its own backups start.
-func DrillHashKey(namespace, name string) string {
-	return HashKey(namespace, name) + "/drill"
+// DrillName is the name of the dry-run RestoreJob the Plan (namespace,
+// name, uid) starts for the drill scheduled at scheduled: deterministic, so
+// a crash or a second reconcile finds it instead of making another, and
+// keyed with the driver's provenance key, which tenants do not hold, so it
+// is the proof that the driver made it. Labels, annotations and a
+// controller reference to the Plan are all things a tenant can copy onto a
+// RestoreJob of its own; a name it cannot compute is not. A key rotation
+// while a drill runs only leaves that drill unrecorded (the next one is).
+func DrillName(key []byte, namespace, plan string, uid types.UID, scheduled time.Time) string {
+	h := hmac.New(sha256.New, key)
+	fmt.Fprintf(h, "etcd-backup-driver drill\n%s\n%s\n%s\n%d", namespace, plan, uid, scheduled.Unix())
+	mac := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:5]))
+	return cronschedule.RunName(plan+"-drill-"+mac, scheduled)
 }
 
-// DrillName is the deterministic name of the dry-run RestoreJob plan
-// starts for the drill scheduled at scheduled: a crash or a second
-// reconcile finds it instead of making another.
-func DrillName(plan string, scheduled time.Time) string {
-	return JobName(plan+"-drill", scheduled)
-}
-
-// drillWindow is the Plan's spec.drill.window, or the default.
-func drillWindow(d *backupsv1alpha1.PlanDrill) time.Duration {
-	if d.Window != nil && d.Window.Duration > 0 {
-		return d.Window.Duration
+// drillName is DrillName under the active provenance key.
+func (r *Reconciler) drillName(ctx context.Context, plan *backupsv1alpha1.Plan, scheduled time.Time) (string, error) {
+	_, key, err := r.Keys.Active(ctx)
+	if err != nil {
+		return "", fmt.Errorf("name the drill of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
 	}
-	return DefaultDrillWindow
+	return DrillName(key, plan.Namespace, plan.Name, plan.UID, scheduled), nil
 }
 
 // drill runs the Plan's rehearsal schedule: it records drills that ended,
 // starts the one due at now, prunes old ones and judges whether a
 // rehearsal is overdue. It returns when it must look again (zero: only
-// when something changes). persisted is the status as stored, which says
-// what is already recorded.
-func (r *Reconciler) drill(ctx context.Context, plan *backupsv1alpha1.Plan, persisted *backupsv1alpha1.PlanStatus, obs *observed, now time.Time) (time.Time, error) {
-	if plan.Spec.Drill == nil {
+// when something changes).
+func (r *Reconciler) drill(ctx context.Context, w *work, obs *observed, now time.Time) (time.Time, error) {
+	plan, d := w.plan, w.policy.Drill
+	if d == nil {
 		forgetDrillMetrics(plan.Namespace, plan.Name)
-		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
+		w.remove(backupsv1alpha1.PlanConditionRehearsalOverdue)
 		return time.Time{}, nil
 	}
-	drills := ownDrills(plan, obs.restores)
-	recoverLastDrill(plan, drills)
-	r.recordEnded(plan, drills)
+	drills, err := r.ownDrills(ctx, plan, obs.restores)
+	if err != nil {
+		return time.Time{}, err
+	}
+	recoverLastDrill(&w.rec, drills)
+	r.recordEnded(w, drills)
 
 	var next time.Time
 	var startErr error
 	invalid := ""
-	sched, err := ParseSchedule(plan.Spec.Drill.Cron, plan.Spec.Schedule.TimeZone, DrillHashKey(plan.Namespace, plan.Name))
-	if err != nil {
-		invalid = invalidDrillMark + ": " + err.Error() + "; no drills run until it is fixed"
+	if d.Schedule == nil {
+		invalid = "the drill schedule (annotation " + planpolicy.DrillSchedule + ") cannot be used; no drills run until it is fixed"
 	} else {
-		next, startErr = r.runDueDrill(ctx, plan, obs, drills, sched, now)
+		next, startErr = r.runDueDrill(ctx, w, obs, drills, d.Schedule, now)
 	}
-	pruneErr := r.pruneDrills(ctx, plan, persisted, drills)
-	if plan.Spec.Suspend {
+	pruneErr := r.pruneDrills(ctx, &w.stored, drills)
+	if w.policy.Scheduler.Suspend {
 		// Asked for, as the backup alerts leave suspended Plans alone;
 		// on resume the window counts from the last success again.
 		forgetDrillMetrics(plan.Namespace, plan.Name)
-		meta.RemoveStatusCondition(&plan.Status.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
+		w.remove(backupsv1alpha1.PlanConditionRehearsalOverdue)
 		return next, errors.Join(startErr, pruneErr)
 	}
-	flip := r.judgeOverdue(plan, now, invalid)
-	if invalid != "" {
-		// Once per change of the stored condition, not per reconcile.
-		was := meta.FindStatusCondition(persisted.Conditions, backupsv1alpha1.PlanConditionRehearsalOverdue)
-		if was == nil || !strings.Contains(was.Message, invalidDrillMark) {
-			r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, backupsv1alpha1.PlanReasonInvalidDrill, "Validate", "%s", textlimit.Note(invalid))
-		}
-	}
+	flip := r.judgeOverdue(w, d.Window, now, invalid)
 	return earliest(next, flip), errors.Join(startErr, pruneErr)
 }
 
 // ownDrills picks the dry-run RestoreJobs the Plan started from restores
 // (all RestoreJobs in its namespace, as observe listed them).
-func ownDrills(plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob) []backupsv1alpha1.RestoreJob {
+func (r *Reconciler) ownDrills(ctx context.Context, plan *backupsv1alpha1.Plan, restores []backupsv1alpha1.RestoreJob) ([]backupsv1alpha1.RestoreJob, error) {
 	var out []backupsv1alpha1.RestoreJob
 	for _, rj := range restores {
-		if rj.Labels[backupsv1alpha1.DrillLabel] != "true" {
+		at, ok := drillScheduledAt(&rj)
+		// The label, the annotation and the controller reference are hints
+		// anyone can copy; the keyed name says the driver made it.
+		if !ok || rj.Labels[backupsv1alpha1.DrillLabel] != "true" {
 			continue
 		}
-		// The label is a hint anyone can set; the controller reference
-		// (to this Plan's UID) says the Plan made it.
-		if ref := metav1.GetControllerOf(&rj); ref != nil && ref.UID == plan.UID {
+		name, err := r.drillName(ctx, plan, at)
+		if err != nil {
+			return nil, err
+		}
+		if ref := metav1.GetControllerOf(&rj); rj.Name == name && ref != nil && ref.UID == plan.UID {
 			out = append(out, rj)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // runDueDrill starts or skips the drill due at now and returns the next
 // drill time.
-func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan, obs *observed, drills []backupsv1alpha1.RestoreJob, sched Schedule, now time.Time) (time.Time, error) {
-	runs := DueRuns(sched, lastDrillConsidered(plan, drills), now, startingDeadline(plan))
+func (r *Reconciler) runDueDrill(ctx context.Context, w *work, obs *observed, drills []backupsv1alpha1.RestoreJob, sched cronschedule.Schedule, now time.Time) (time.Time, error) {
+	plan, rec := w.plan, &w.rec
+	runs := cronschedule.DueRuns(sched, lastDrillConsidered(plan, rec, drills), now, w.policy.Scheduler.StartingDeadline)
 	if n := runs.Missed + runs.Superseded; n > 0 {
 		// A missed drill is only a later one; the next due one starts.
-		skipDrill(plan, runs.LastSkipped)
+		skipDrill(rec, runs.LastSkipped)
 	}
 	if runs.Due.IsZero() {
 		return runs.Next, nil
 	}
-	if plan.Spec.Suspend {
-		skipDrill(plan, runs.Due)
+	if w.policy.Scheduler.Suspend {
+		skipDrill(rec, runs.Due)
 		return runs.Next, nil
 	}
+	dueName, err := r.drillName(ctx, plan, runs.Due)
+	if err != nil {
+		return runs.Next, err
+	}
 	for i := range drills {
-		if !drills[i].Status.Phase.IsTerminal() && drills[i].Name != DrillName(plan.Name, runs.Due) {
-			skipDrill(plan, runs.Due)
+		if !drills[i].Status.Phase.IsTerminal() && drills[i].Name != dueName {
+			skipDrill(rec, runs.Due)
 			r.Recorder.Eventf(plan, &drills[i], corev1.EventTypeWarning, backupsv1alpha1.PlanReasonConcurrencyForbidden, "Drill",
 				"skipped the drill due at %s: drill %s has not finished", runs.Due.UTC().Format(time.RFC3339), drills[i].Name)
 			return runs.Next, nil
@@ -143,19 +144,20 @@ func (r *Reconciler) runDueDrill(ctx context.Context, plan *backupsv1alpha1.Plan
 	}
 	backup := newestGood(obs.backups)
 	if backup == nil {
-		skipDrill(plan, runs.Due)
+		skipDrill(rec, runs.Due)
 		r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, backupsv1alpha1.PlanReasonNoBackupToRehearse, "Drill",
 			"skipped the drill due at %s: the Plan has no good Backup to rehearse (Ready, Verified, not failed inspection, no content drop)",
 			runs.Due.UTC().Format(time.RFC3339))
 		return runs.Next, nil
 	}
-	return runs.Next, r.startDrill(ctx, plan, backup, runs.Due)
+	return runs.Next, r.startDrill(ctx, w, backup, dueName, runs.Due)
 }
 
 // startDrill creates the dry-run RestoreJob of backup for the drill due at
 // due, or finds the one an earlier reconcile created.
-func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due time.Time) error {
-	rj := newDrill(plan, backup, due)
+func (r *Reconciler) startDrill(ctx context.Context, w *work, backup *backupsv1alpha1.Backup, name string, due time.Time) error {
+	plan := w.plan
+	rj := newDrill(plan, backup, name, due)
 	if err := controllerutil.SetControllerReference(plan, rj, r.Client.Scheme()); err != nil {
 		return fmt.Errorf("own drill RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
@@ -166,10 +168,10 @@ func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan,
 			return fmt.Errorf("read RestoreJob %s/%s after AlreadyExists: %w", rj.Namespace, rj.Name, err)
 		}
 		if ref := metav1.GetControllerOf(&existing); ref != nil && ref.UID == plan.UID {
-			plan.Status.LastDrillTime = &metav1.Time{Time: due}
+			w.rec.LastDrillTime = &metav1.Time{Time: due}
 			return nil
 		}
-		skipDrill(plan, due)
+		skipDrill(&w.rec, due)
 		r.Recorder.Eventf(plan, nil, corev1.EventTypeWarning, backupsv1alpha1.PlanReasonNameConflict, "Drill",
 			"skipped the drill due at %s: RestoreJob %s exists and does not belong to this Plan", due.UTC().Format(time.RFC3339), rj.Name)
 		return nil
@@ -178,25 +180,25 @@ func (r *Reconciler) startDrill(ctx context.Context, plan *backupsv1alpha1.Plan,
 		return fmt.Errorf("create drill RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
 	log.FromContext(ctx).Info("started drill", "restoreJob", rj.Name, "backup", backup.Name, "scheduledAt", due)
-	plan.Status.LastDrillTime = &metav1.Time{Time: due}
+	w.rec.LastDrillTime = &metav1.Time{Time: due}
 	r.Recorder.Eventf(plan, rj, corev1.EventTypeNormal, backupsv1alpha1.PlanReasonRehearsalStarted, "Drill",
 		"created dry-run RestoreJob %s rehearsing Backup %s for the drill due at %s", rj.Name, backup.Name, due.UTC().Format(time.RFC3339))
 	return nil
 }
 
-// newDrill is the dry-run RestoreJob of backup for plan's drill at due.
-func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due time.Time) *backupsv1alpha1.RestoreJob {
+// newDrill is the dry-run RestoreJob name of backup for plan's drill at due.
+func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, name string, due time.Time) *backupsv1alpha1.RestoreJob {
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
 	return &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: plan.Namespace,
-			Name:      DrillName(plan.Name, due),
+			Name:      name,
 			Labels: map[string]string{
 				backupsv1alpha1.PlanNameLabel:        names.LabelValue(plan.Name),
 				backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app.Name),
 				backupsv1alpha1.DrillLabel:           "true",
 			},
-			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
+			Annotations: map[string]string{backupsv1alpha1.ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
 		},
 		Spec: backupsv1alpha1.RestoreJobSpec{
 			BackupRef: backupsv1alpha1.LocalObjectReference{Name: backup.Name},
@@ -206,26 +208,26 @@ func newDrill(plan *backupsv1alpha1.Plan, backup *backupsv1alpha1.Backup, due ti
 }
 
 // skipDrill remembers that the drill due at t did not start.
-func skipDrill(plan *backupsv1alpha1.Plan, t time.Time) {
-	if cur := plan.Status.LastDrillSkippedTime; cur == nil || t.After(cur.Time) {
-		plan.Status.LastDrillSkippedTime = &metav1.Time{Time: t}
+func skipDrill(rec *planrecord.Record, t time.Time) {
+	if cur := rec.LastDrillSkippedTime; cur == nil || t.After(cur.Time) {
+		rec.LastDrillSkippedTime = &metav1.Time{Time: t}
 	}
 }
 
-// recoverLastDrill moves status.lastDrillTime up to the newest run
-// recorded on the Plan's own drills, repairing a lost status write.
-func recoverLastDrill(plan *backupsv1alpha1.Plan, drills []backupsv1alpha1.RestoreJob) {
+// recoverLastDrill moves the record's last drill time up to the newest
+// run of the Plan's own drills, repairing a lost (or ignored) record.
+func recoverLastDrill(rec *planrecord.Record, drills []backupsv1alpha1.RestoreJob) {
 	for i := range drills {
 		at, ok := drillScheduledAt(&drills[i])
-		if ok && (plan.Status.LastDrillTime == nil || at.After(plan.Status.LastDrillTime.Time)) {
-			plan.Status.LastDrillTime = &metav1.Time{Time: at}
+		if ok && (rec.LastDrillTime == nil || at.After(rec.LastDrillTime.Time)) {
+			rec.LastDrillTime = &metav1.Time{Time: at}
 		}
 	}
 }
 
 // drillScheduledAt is the run time a drill records.
 func drillScheduledAt(rj *backupsv1alpha1.RestoreJob) (time.Time, bool) {
-	v, ok := rj.Annotations[ScheduledAtAnnotation]
+	v, ok := rj.Annotations[backupsv1alpha1.ScheduledAtAnnotation]
 	if !ok {
 		return time.Time{}, false
 	}
@@ -234,11 +236,11 @@ func drillScheduledAt(rj *backupsv1alpha1.RestoreJob) (time.Time, bool) {
 }
 
 // lastDrillConsidered is the newest drill time already started or skipped:
-// the Plan's creation, its status, and the run times on its own drills (a
-// lost status write cannot make a drill happen twice).
-func lastDrillConsidered(plan *backupsv1alpha1.Plan, drills []backupsv1alpha1.RestoreJob) time.Time {
+// the Plan's creation, its record, and the run times of its own drills (a
+// lost record cannot make a drill happen twice).
+func lastDrillConsidered(plan *backupsv1alpha1.Plan, rec *planrecord.Record, drills []backupsv1alpha1.RestoreJob) time.Time {
 	t := plan.CreationTimestamp.Time
-	for _, mt := range []*metav1.Time{plan.Status.LastDrillTime, plan.Status.LastDrillSkippedTime} {
+	for _, mt := range []*metav1.Time{rec.LastDrillTime, rec.LastDrillSkippedTime} {
 		if mt != nil && mt.After(t) {
 			t = mt.Time
 		}

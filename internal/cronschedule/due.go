@@ -1,4 +1,4 @@
-package plan
+package cronschedule
 
 import (
 	"crypto/sha256"
@@ -9,10 +9,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 )
-
-// DefaultStartingDeadline is how late a run may start when the Plan does not
-// say (spec.startingDeadlineSeconds).
-const DefaultStartingDeadline = 300 * time.Second
 
 // maxCountedMisses bounds how many missed runs are enumerated one by one; a
 // schedule like @every 1s left alone for a year would otherwise cost
@@ -86,22 +82,24 @@ func jumpTo(s Schedule, t, from time.Time) time.Time {
 	return s.Next(from.Add(-time.Second))
 }
 
-// maxNameLength keeps BackupJob names usable as label values (the driver's
+// maxNameLength keeps run names usable as label values (the driver's
 // owned-by labels carry them), which are limited to 63 characters.
 const maxNameLength = 63
 
-// JobName is the deterministic name of the BackupJob plan starts for the run
-// scheduled at scheduled: <plan>-<Unix minutes>. A name longer than 63
-// characters keeps the minutes and replaces the tail of the plan name with a
-// hash of the whole plan name, so distinct plans never share job names.
-func JobName(plan string, scheduled time.Time) string {
+// RunName is the deterministic name of the object started for the run of
+// prefix (a Plan's name) scheduled at scheduled: <prefix>-<Unix minutes>,
+// the name Cozystack's Plan controller gives its BackupJobs too. A name
+// longer than 63 characters keeps the minutes and replaces the tail of the
+// prefix with a hash of the whole prefix, so distinct Plans never share
+// run names.
+func RunName(prefix string, scheduled time.Time) string {
 	suffix := fmt.Sprintf("-%d", scheduled.Unix()/60)
-	if len(plan)+len(suffix) <= maxNameLength {
-		return plan + suffix
+	if len(prefix)+len(suffix) <= maxNameLength {
+		return prefix + suffix
 	}
-	sum := sha256.Sum256([]byte(plan))
+	sum := sha256.Sum256([]byte(prefix))
 	hash := "-" + hex.EncodeToString(sum[:])[:8]
-	prefix := plan[:maxNameLength-len(hash)-len(suffix)]
+	prefix = prefix[:maxNameLength-len(hash)-len(suffix)]
 	// A DNS-1123 name cannot have "-" or "." before another "-".
 	prefix = strings.TrimRight(prefix, "-.")
 	return prefix + hash + suffix

@@ -1,4 +1,4 @@
-package plan
+package cronschedule
 
 import (
 	"strings"
@@ -9,6 +9,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
+// deadline is the default starting deadline of a Plan.
+const deadline = 300 * time.Second
+
 // The controller was down for three hours: of the 18 ten-minute runs missed,
 // only the newest (still inside the starting deadline) starts, and the other
 // 17 are reported skipped.
@@ -18,7 +21,7 @@ func TestDueRunsAfterThreeHoursDown(t *testing.T) {
 	clk := clocktesting.NewFakeClock(last)
 	clk.Step(3*time.Hour + 2*time.Minute)
 
-	r := DueRuns(s, last, clk.Now(), DefaultStartingDeadline)
+	r := DueRuns(s, last, clk.Now(), deadline)
 	if want := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC); !r.Due.Equal(want) {
 		t.Fatalf("due = %s, want %s", r.Due, want)
 	}
@@ -34,7 +37,7 @@ func TestDueRunsAfterThreeHoursDown(t *testing.T) {
 
 	// Once the newest run is older than the deadline, nothing starts.
 	clk.Step(4 * time.Minute) // 12:06, six minutes late
-	r = DueRuns(s, last, clk.Now(), DefaultStartingDeadline)
+	r = DueRuns(s, last, clk.Now(), deadline)
 	if !r.Due.IsZero() || r.Missed != 18 {
 		t.Fatalf("late: due = %s missed = %d, want none and 18", r.Due, r.Missed)
 	}
@@ -49,12 +52,12 @@ func TestDueRunsAfterThreeHoursDown(t *testing.T) {
 func TestDueRunsNothingDue(t *testing.T) {
 	s := mustParse(t, "0 * * * *", "")
 	last := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
-	r := DueRuns(s, last, last.Add(59*time.Minute), DefaultStartingDeadline)
+	r := DueRuns(s, last, last.Add(59*time.Minute), deadline)
 	if !r.Due.IsZero() || r.Missed != 0 || !r.Next.Equal(last.Add(time.Hour)) {
 		t.Fatalf("got %+v", r)
 	}
 	// Exactly at the run time it is due.
-	r = DueRuns(s, last, last.Add(time.Hour), DefaultStartingDeadline)
+	r = DueRuns(s, last, last.Add(time.Hour), deadline)
 	if !r.Due.Equal(last.Add(time.Hour)) {
 		t.Fatalf("got %+v", r)
 	}
@@ -73,14 +76,14 @@ func TestDueRunsBoundsCounting(t *testing.T) {
 	}
 }
 
-func TestJobName(t *testing.T) {
+func TestRunName(t *testing.T) {
 	at := time.Unix(1_780_000_000, 0)
-	if got := JobName("nightly", at); got != "nightly-29666666" {
-		t.Fatalf("JobName = %q", got)
+	if got := RunName("nightly", at); got != "nightly-29666666" {
+		t.Fatalf("RunName = %q", got)
 	}
 	long := strings.Repeat("a", 60)
 	other := strings.Repeat("a", 59) + "b"
-	n1, n2 := JobName(long, at), JobName(other, at)
+	n1, n2 := RunName(long, at), RunName(other, at)
 	if len(n1) > 63 || len(n2) > 63 || n1 == n2 {
 		t.Fatalf("long names %q %q must be distinct and at most 63 characters", n1, n2)
 	}
@@ -89,7 +92,7 @@ func TestJobName(t *testing.T) {
 	}
 	// Truncation never leaves "-" or "." before the hash.
 	dotted := strings.Repeat("a", 44) + "." + strings.Repeat("b", 20)
-	n := JobName(dotted, at)
+	n := RunName(dotted, at)
 	if errs := validation.IsDNS1123Subdomain(n); len(errs) > 0 || len(n) > 63 {
 		t.Fatalf("%q: %v", n, errs)
 	}
