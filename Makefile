@@ -19,7 +19,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
 	rm -rf config/crd/bases config/crd/external
-	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... paths=./api/driver/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/apps/... output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
