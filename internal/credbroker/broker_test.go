@@ -211,7 +211,7 @@ func (c countingReader) Get(ctx context.Context, key client.ObjectKey, o client.
 func TestEnsureReadsTheAdminSecretOncePerTTL(t *testing.T) {
 	w := newWorld(t, "adminttl", "adminttl-a")
 	reads := 0
-	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Spec.CredentialBroker.AdminSecretRef.Name, reads: &reads}
+	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Policy.CredentialBroker.AdminSecretRef.Name, reads: &reads}
 	for range 3 {
 		_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
 		w.g.Expect(err).NotTo(HaveOccurred())

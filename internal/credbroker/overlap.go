@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // ErrOverlappingScopes means a tenant's prefix would hold another brokered
@@ -22,14 +22,14 @@ var ErrOverlappingScopes = errors.New("the tenant's prefix holds another brokere
 // starts the other, or equal roots, no tenant prefix starts another's. The
 // endpoints are not compared: two URLs may name one service, and refusing
 // one tenant too many is the safe side.
-func shadowing(scope Scope, strategy string, all []strategyv1alpha1.Etcd) *strategyv1alpha1.Etcd {
+func shadowing(scope Scope, strategy string, all []strategypolicy.Strategy) *strategypolicy.Strategy {
 	for i := range all {
 		other := &all[i]
 		d := other.Spec.Template.Destination.S3
-		if other.Name == strategy || !Brokered(other) || d == nil || d.Bucket != scope.Bucket {
+		if other.Name == strategy || !Brokered(*other) || d == nil || d.Bucket != scope.Bucket {
 			continue
 		}
-		if strings.HasPrefix(other.Spec.CredentialBroker.PrefixRoot, scope.Prefix) {
+		if strings.HasPrefix(other.Policy.CredentialBroker.PrefixRoot, scope.Prefix) {
 			return other
 		}
 	}
@@ -39,7 +39,7 @@ func shadowing(scope Scope, strategy string, all []strategyv1alpha1.Etcd) *strat
 // refuseOverlap returns ErrOverlappingScopes when the tenant prefix of
 // strategy in namespace holds another brokered strategy's prefix root,
 // whichever of the two was made or changed first.
-func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) error {
+func (b *Broker) refuseOverlap(ctx context.Context, strategy strategypolicy.Strategy, namespace string) error {
 	all, err := b.strategies(ctx)
 	if err != nil {
 		return err
@@ -47,15 +47,11 @@ func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.E
 	scope := ScopeOf(strategy, namespace)
 	if other := shadowing(scope, strategy.Name, all); other != nil {
 		return fmt.Errorf("%w: namespace %s of Etcd strategy %q would get %s, which holds every tenant of strategy %q (prefix root %q); give the strategies prefix roots of which neither starts the other, or the same one",
-			ErrOverlappingScopes, namespace, strategy.Name, scope, other.Name, other.Spec.CredentialBroker.PrefixRoot)
+			ErrOverlappingScopes, namespace, strategy.Name, scope, other.Name, other.Policy.CredentialBroker.PrefixRoot)
 	}
 	return nil
 }
 
-func (b *Broker) strategies(ctx context.Context) ([]strategyv1alpha1.Etcd, error) {
-	var all strategyv1alpha1.EtcdList
-	if err := b.Client.List(ctx, &all); err != nil {
-		return nil, fmt.Errorf("list Etcd strategies: %w", err)
-	}
-	return all.Items, nil
+func (b *Broker) strategies(ctx context.Context) ([]strategypolicy.Strategy, error) {
+	return strategypolicy.List(ctx, b.Client)
 }

@@ -80,7 +80,7 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	old := newWorld(t, "ovl-old", "tnt", "ovl-c")
 	w := old
 	w.g.Expect(root.MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
-	old.strategy.Spec.CredentialBroker.PrefixRoot = "first/"
+	old.strategy.Policy.CredentialBroker.PrefixRoot = "first/"
 	old.strategy.Spec.Template.Destination.S3.Bucket = own
 	old.strategy.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
 	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
@@ -89,7 +89,7 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	before := old.tenantKey("tnt")
 
 	young := newWorld(t, "ovl-young", "ovl-b")
-	young.strategy.Spec.CredentialBroker.PrefixRoot = "tnt/"
+	young.strategy.Policy.CredentialBroker.PrefixRoot = "tnt/"
 	young.strategy.Spec.Template.Destination.S3.Bucket = own
 	young.strategy.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
 	w.g.Expect(env.Client.Update(w.ctx, young.strategy)).To(Succeed())
@@ -99,7 +99,7 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	w.g.Expect(err).NotTo(HaveOccurred())
 
 	// The admin now changes the older strategy's root to "".
-	old.strategy.Spec.CredentialBroker.PrefixRoot = ""
+	old.strategy.Policy.CredentialBroker.PrefixRoot = ""
 	old.strategy.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
 	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
 	_, err = old.broker.Ensure(old.ctx, old.strategy, "tnt")
