@@ -16,10 +16,14 @@ all: build
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the sandbox's EtcdMember view).
 	$(CONTROLLER_GEN) object paths=./api/... paths=./internal/sandbox/etcdmember/...
 
+# The Etcd strategy's CRD is Cozystack's, pinned in config/crd/upstream/cozystack
+# (STRATEGY_CRD): api/strategy only mirrors it, and no CRD is generated from it.
+STRATEGY_CRD := config/crd/upstream/cozystack/strategy.backups.cozystack.io_etcds.yaml
+
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
 	rm -rf config/crd/bases config/crd/external
-	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... paths=./api/driver/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/driver/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/apps/... output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
@@ -42,9 +46,9 @@ chart-docs: ## Regenerate the charts' README parameter tables from their values.
 	go run ./hack/chartdoc $(CHARTS)
 
 .PHONY: chart-sync
-chart-sync: ## Copy the generated CRDs and RBAC rules into the driver's chart.
+chart-sync: ## Copy the generated CRDs, Cozystack's pinned Etcd strategy CRD and the RBAC rules into the driver's chart.
 	rm -rf $(DRIVER_CHART)/crds && mkdir -p $(DRIVER_CHART)/crds $(DRIVER_CHART)/files
-	cp config/crd/bases/*.yaml $(DRIVER_CHART)/crds/
+	cp config/crd/bases/*.yaml $(STRATEGY_CRD) $(DRIVER_CHART)/crds/
 	cp config/rbac/role.yaml $(DRIVER_CHART)/files/role.yaml
 
 .PHONY: charts

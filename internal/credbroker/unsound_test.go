@@ -14,9 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 func rootAdmin(w *world) *brokerminio.Admin {
@@ -80,28 +83,31 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	old := newWorld(t, "ovl-old", "tnt", "ovl-c")
 	w := old
 	w.g.Expect(root.MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
-	old.strategy.Policy.CredentialBroker.PrefixRoot = "first/"
-	old.strategy.Spec.Template.Destination.S3.Bucket = own
-	old.strategy.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	old.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = "first/"
+		s.Spec.Template.Destination.S3.Bucket = own
+		s.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err := old.broker.Ensure(old.ctx, old.strategy, "tnt")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	before := old.tenantKey("tnt")
 
 	young := newWorld(t, "ovl-young", "ovl-b")
-	young.strategy.Policy.CredentialBroker.PrefixRoot = "tnt/"
-	young.strategy.Spec.Template.Destination.S3.Bucket = own
-	young.strategy.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, young.strategy)).To(Succeed())
+	young.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = "tnt/"
+		s.Spec.Template.Destination.S3.Bucket = own
+		s.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl-b")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	_, err = s3As(young.tenantKey("ovl-b")).PutObject(w.ctx, own, "tnt/ovl-b/etcd/s.db", strings.NewReader("secret"), 6, minio.PutObjectOptions{})
 	w.g.Expect(err).NotTo(HaveOccurred())
 
 	// The admin now changes the older strategy's root to "".
-	old.strategy.Policy.CredentialBroker.PrefixRoot = ""
-	old.strategy.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	old.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = ""
+		s.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err = old.broker.Ensure(old.ctx, old.strategy, "tnt")
 	w.g.Expect(err).To(MatchError(credbroker.ErrOverlappingScopes))
 	w.g.Expect(err.Error()).To(ContainSubstring(`"ovl-young"`))
@@ -178,11 +184,11 @@ func TestADeletingStrategyLeavesNoKeyBehind(t *testing.T) {
 	w := newWorld(t, "orphan", "orphan-a")
 	_, err := w.broker.Ensure(w.ctx, w.strategy, "orphan-a")
 	w.g.Expect(err).NotTo(HaveOccurred())
-	alive := w.strategy.DeepCopy()
+	alive := strategypolicy.Strategy{Etcd: w.strategy.Etcd.DeepCopy(), Policy: w.strategy.Policy}
 	w.strategy.Finalizers = []string{credbroker.Finalizer}
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
-	w.g.Expect(env.Client.Delete(w.ctx, w.strategy)).To(Succeed())
-	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKeyFromObject(w.strategy), w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy.Etcd)).To(Succeed())
+	w.g.Expect(env.Client.Delete(w.ctx, w.strategy.Etcd)).To(Succeed())
+	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKeyFromObject(w.strategy.Etcd), w.strategy.Etcd)).To(Succeed())
 	w.g.Expect(w.broker.Remove(w.ctx, w.strategy)).To(Succeed()) // the credbroker controller
 
 	_, err = w.broker.Ensure(w.ctx, w.strategy, "orphan-a") // a BackupJob reconciled a moment later
@@ -193,5 +199,5 @@ func TestADeletingStrategyLeavesNoKeyBehind(t *testing.T) {
 	err = env.Client.Get(w.ctx, client.ObjectKey{Namespace: "orphan-a", Name: credbroker.SecretName("orphan")}, &corev1.Secret{})
 	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Secret of a taken-back key is left: %v", err)
 	w.strategy.Finalizers = nil
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy.Etcd)).To(Succeed())
 }

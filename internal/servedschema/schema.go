@@ -1,10 +1,10 @@
 // Package servedschema tells which of the driver's optional API fields the
 // installed CRDs serve, and whether the optional kinds it works with
 // (Kamaji's) are installed at all. The driver's CRDs are a superset of
-// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io and
-// strategy.backups.cozystack.io CRDs, fields such as a Plan's retention or a
-// strategy's deletionPolicy are pruned on write, so the driver never sees
-// them. Controllers ask here, and say so (a condition, an Event) instead of
+// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io
+// CRDs, fields such as a Plan's retention are pruned on write, so the driver
+// never sees them. (The Etcd strategy is Cozystack's own CRD everywhere: the
+// driver's settings for it live in its StrategyPolicy, not in the strategy.) Controllers ask here, and say so (a condition, an Event) instead of
 // silently behaving as if the setting had not been made.
 package servedschema
 
@@ -25,7 +25,6 @@ import (
 // CRDs the driver checks, and the optional fields of each it relies on.
 const (
 	PlanCRD       = "plans.backups.cozystack.io"
-	StrategyCRD   = "etcds.strategy.backups.cozystack.io"
 	RestoreJobCRD = "restorejobs.backups.cozystack.io"
 	BackupCRD     = "backups.backups.cozystack.io"
 )
@@ -46,14 +45,13 @@ var Optional = map[string][]string{
 		"spec.successfulJobsHistoryLimit", "spec.failedJobsHistoryLimit", "spec.retention", "spec.drill",
 		"status.lastScheduleTime", "status.nextScheduleTime", "status.lastSkippedTime", "status.lastSuccessfulBackup",
 	},
-	StrategyCRD: {"spec.deletionPolicy", "spec.allowHTTPEndpoint"},
-	BackupCRD:   {"status.manifest", "status.lastRehearsal"},
+	BackupCRD: {"status.manifest", "status.lastRehearsal"},
 }
 
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=plans.backups.cozystack.io;restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 

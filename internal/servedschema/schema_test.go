@@ -31,8 +31,8 @@ func load(t *testing.T, path string) map[string]any {
 // driver adds.
 func TestOptionalFieldsOfTheShippedCRDs(t *testing.T) {
 	root := filepath.Join("..", "..", "config", "crd")
-	for _, crd := range []string{PlanCRD, StrategyCRD} {
-		file := map[string]string{PlanCRD: "backups.cozystack.io_plans.yaml", StrategyCRD: "strategy.backups.cozystack.io_etcds.yaml"}[crd]
+	for _, crd := range []string{PlanCRD} {
+		file := map[string]string{PlanCRD: "backups.cozystack.io_plans.yaml"}[crd]
 		ours, theirs := load(t, filepath.Join(root, "bases", file)), load(t, filepath.Join(root, "upstream", "cozystack", file))
 		for _, f := range Optional[crd] {
 			if !serves(ours, f) {

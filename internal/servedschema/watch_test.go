@@ -43,7 +43,7 @@ func TestWatchedCRDsAreNotRead(t *testing.T) {
 	watching := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.read[RestoreJobCRD].watched && s.read[PlanCRD].watched && s.read[StrategyCRD].watched
+		return s.read[RestoreJobCRD].watched && s.read[PlanCRD].watched
 	}
 	g.Eventually(watching).WithTimeout(30 * time.Second).Should(BeTrue())
 	g.Expect(s.Serves(ctx, RestoreJobCRD, ImmutableSpec)).To(BeTrue())
