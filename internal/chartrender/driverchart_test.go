@@ -249,6 +249,9 @@ func containsAny(list []any, s string) bool {
 	return false
 }
 
+// The chart ships the driver's own StrategyPolicy CRD, the backups kinds,
+// and Cozystack's Etcd strategy CRD exactly as pinned (no strategy CRD of
+// the driver's own exists).
 func TestDriverShipsTheCRDs(t *testing.T) {
 	g := NewWithT(t)
 	var crds []string
@@ -260,7 +263,14 @@ func TestDriverShipsTheCRDs(t *testing.T) {
 	g.Expect(crds).To(ConsistOf(
 		"backupclasses.backups.cozystack.io", "plans.backups.cozystack.io", "backupjobs.backups.cozystack.io",
 		"backups.backups.cozystack.io", "restorejobs.backups.cozystack.io", "etcds.strategy.backups.cozystack.io",
+		"strategypolicies.etcd-backup-driver.cozystack.io",
 	))
+	const strategyCRD = "strategy.backups.cozystack.io_etcds.yaml"
+	shipped, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "crds", strategyCRD))
+	g.Expect(err).NotTo(HaveOccurred())
+	pinned, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "..", "..", "config", "crd", "upstream", "cozystack", strategyCRD))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(shipped)).To(Equal(string(pinned)), "the chart's strategy CRD is Cozystack's as pinned")
 }
 
 func TestDriverPrometheusRule(t *testing.T) {
