@@ -19,13 +19,13 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the
 # Cozystack's own CRDs (config/crd/upstream/cozystack, as pinned) that
 # tests, the sandbox and the chart install instead of generating ours from
 # api/: their Go types mirror exactly the fields those CRDs serve.
-COZYSTACK_CRDS := backups.cozystack.io_plans.yaml
+COZYSTACK_CRDS := backups.cozystack.io_plans.yaml strategy.backups.cozystack.io_etcds.yaml
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
 	rm -rf config/crd/bases config/crd/external
-	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/strategy/... output:crd:artifacts:config=config/crd/bases
-	cd config/crd/bases && rm $(COZYSTACK_CRDS)
+	$(CONTROLLER_GEN) crd paths=./api/backups/... paths=./api/driver/... output:crd:artifacts:config=config/crd/bases
+	cd config/crd/bases && rm -f $(COZYSTACK_CRDS)
 	$(CONTROLLER_GEN) crd paths=./api/apps/... output:crd:artifacts:config=config/crd/external
 	$(CONTROLLER_GEN) rbac:roleName=etcd-backup-driver paths=./internal/... output:rbac:artifacts:config=config/rbac
 
@@ -48,7 +48,7 @@ chart-docs: ## Regenerate the charts' README parameter tables from their values.
 	go run ./hack/chartdoc $(CHARTS)
 
 .PHONY: chart-sync
-chart-sync: ## Copy the generated CRDs and RBAC rules into the driver's chart.
+chart-sync: ## Copy the generated CRDs, Cozystack's pinned CRDs of COZYSTACK_CRDS and the RBAC rules into the driver's chart.
 	rm -rf $(DRIVER_CHART)/crds && mkdir -p $(DRIVER_CHART)/crds $(DRIVER_CHART)/files
 	cp config/crd/bases/*.yaml $(DRIVER_CHART)/crds/
 	cd config/crd/upstream/cozystack && cp $(COZYSTACK_CRDS) $(CURDIR)/$(DRIVER_CHART)/crds/

@@ -15,7 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 )
@@ -120,7 +120,7 @@ Ctrl-C stops everything.
 // embedded server, which has no identities to issue.
 func brokerProvider(sb *sandbox.Sandbox) string {
 	if sb.MinIO != nil {
-		return string(strategyv1alpha1.CredentialBrokerMinIO)
+		return string(driverv1alpha1.CredentialBrokerMinIO)
 	}
 	return ""
 }

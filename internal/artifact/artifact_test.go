@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
@@ -66,7 +67,7 @@ func backupOf(meta map[string]string, underlying *runtime.RawExtension, uri stri
 
 func TestRecordRoundTrips(t *testing.T) {
 	rec := Record{SnapshotName: "job-abc", Destination: testDestination(), Parameters: map[string]string{"p": "v"},
-		DeletionPolicy: strategyv1alpha1.DeletionPolicyDelete}
+		DeletionPolicy: driverv1alpha1.DeletionPolicyDelete}
 	u, err := rec.UnderlyingResources()
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestRecordRoundTrips(t *testing.T) {
 	}
 	if src.Key != "tenant/etcd/job-abc.db" || src.Bucket != "bkt" || src.SecretName != "creds" ||
 		src.Region != "eu-1" || src.ForcePathStyle == nil || !*src.ForcePathStyle ||
-		src.DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete {
+		src.DeletionPolicy != driverv1alpha1.DeletionPolicyDelete {
 		t.Fatalf("unexpected source %+v", src)
 	}
 }
@@ -117,7 +118,7 @@ func TestResolvePeerFormats(t *testing.T) {
 			if err != nil || src.Key != tc.wantKey {
 				t.Fatalf("Resolve = %+v, %v; want key %q", src, err, tc.wantKey)
 			}
-			if src.DeletionPolicy != strategyv1alpha1.DeletionPolicyRetain {
+			if src.DeletionPolicy != driverv1alpha1.DeletionPolicyRetain {
 				t.Fatalf("a Backup without a recorded policy is Retain, got %q", src.DeletionPolicy)
 			}
 		})

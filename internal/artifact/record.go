@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
@@ -21,7 +22,7 @@ type Record struct {
 	// Parameters are the BackupClass parameters the template saw.
 	Parameters map[string]string
 	// DeletionPolicy is the strategy's policy when the Backup was taken.
-	DeletionPolicy strategyv1alpha1.DeletionPolicy
+	DeletionPolicy driverv1alpha1.DeletionPolicy
 	// EtcdVersion is the source cluster's etcd version, when known.
 	EtcdVersion string
 }

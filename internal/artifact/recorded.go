@@ -2,7 +2,7 @@ package artifact
 
 import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // Recorded is what a Backup says about its snapshot independently of where
@@ -14,7 +14,7 @@ type Recorded struct {
 	// (Backups of the Cozystack driver).
 	SnapshotUID string
 	// DeletionPolicy recorded when the Backup was taken; Retain if none.
-	DeletionPolicy strategyv1alpha1.DeletionPolicy
+	DeletionPolicy driverv1alpha1.DeletionPolicy
 	// EtcdVersion of the source cluster, or "" when not recorded.
 	EtcdVersion string
 }
@@ -25,11 +25,11 @@ func RecordedOf(b *backupsv1alpha1.Backup) Recorded {
 	r := Recorded{
 		SnapshotName:   meta[MetaSnapshotName],
 		SnapshotUID:    meta[MetaSnapshotUID],
-		DeletionPolicy: strategyv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
+		DeletionPolicy: driverv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
 		EtcdVersion:    meta[MetaEtcdVersion],
 	}
 	if r.DeletionPolicy == "" {
-		r.DeletionPolicy = strategyv1alpha1.DeletionPolicyRetain
+		r.DeletionPolicy = driverv1alpha1.DeletionPolicyRetain
 	}
 	return r
 }

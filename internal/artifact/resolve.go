@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // Errors Resolve wraps; each means the Backup cannot be restored as it is,
@@ -37,7 +37,7 @@ type Source struct {
 	// SnapshotName is the EtcdSnapshot's name, when recorded.
 	SnapshotName string
 	// DeletionPolicy recorded when the Backup was taken; Retain if none.
-	DeletionPolicy strategyv1alpha1.DeletionPolicy
+	DeletionPolicy driverv1alpha1.DeletionPolicy
 }
 
 // Resolve reads where a Backup's snapshot is. It accepts Backups written by
@@ -50,10 +50,10 @@ func Resolve(b *backupsv1alpha1.Backup) (Source, error) {
 	meta := b.Spec.DriverMetadata
 	src := Source{
 		SnapshotName:   meta[MetaSnapshotName],
-		DeletionPolicy: strategyv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
+		DeletionPolicy: driverv1alpha1.DeletionPolicy(meta[MetaDeletionPolicy]),
 	}
 	if src.DeletionPolicy == "" {
-		src.DeletionPolicy = strategyv1alpha1.DeletionPolicyRetain
+		src.DeletionPolicy = driverv1alpha1.DeletionPolicyRetain
 	}
 
 	prefix, err := destination(b, &src)

@@ -4,6 +4,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
@@ -11,7 +12,7 @@ import (
 // FromSnapshot is the Record of an S3 EtcdSnapshot: its identity and the
 // destination it was written to, as the snapshot's own spec says (the truth
 // of where the object is, whatever the strategy says now).
-func FromSnapshot(snap *etcdv1alpha2.EtcdSnapshot, params map[string]string, policy strategyv1alpha1.DeletionPolicy) Record {
+func FromSnapshot(snap *etcdv1alpha2.EtcdSnapshot, params map[string]string, policy driverv1alpha1.DeletionPolicy) Record {
 	s3 := snap.Spec.Destination.S3
 	fps := s3.ForcePathStyle
 	return Record{

@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
 // A Backup recorded from a snapshot resolves to the object the operator wrote.
@@ -19,7 +19,7 @@ func TestFromSnapshotResolvesToTheStoredObject(t *testing.T) {
 			Bucket: "bkt", Endpoint: "http://s3", Key: "ns/app/", CredentialsSecretRef: corev1.LocalObjectReference{Name: "creds"},
 		}}},
 	}
-	rec := FromSnapshot(snap, nil, strategyv1alpha1.DeletionPolicyDelete)
+	rec := FromSnapshot(snap, nil, driverv1alpha1.DeletionPolicyDelete)
 	if st, err := rec.ReadyStatus(nil); err != nil || st.Artifact != nil || st.Phase != backupsv1alpha1.BackupPhaseReady {
 		t.Fatalf("without an operator artifact: %+v, %v", st, err)
 	}
@@ -29,7 +29,7 @@ func TestFromSnapshotResolvesToTheStoredObject(t *testing.T) {
 	}
 	b := &backupsv1alpha1.Backup{Spec: backupsv1alpha1.BackupSpec{DriverMetadata: rec.DriverMetadata()}, Status: st}
 	src, err := Resolve(b)
-	if err != nil || src.Key != "ns/app/job-abc.db" || src.SecretName != "creds" || src.DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete {
+	if err != nil || src.Key != "ns/app/job-abc.db" || src.SecretName != "creds" || src.DeletionPolicy != driverv1alpha1.DeletionPolicyDelete {
 		t.Fatalf("Resolve = %+v, %v", src, err)
 	}
 	if b.Spec.DriverMetadata[MetaSnapshotUID] != "u1" || st.Artifact.SizeBytes != 9 {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -28,7 +29,7 @@ func TestDeletePolicyRemovesTheObject(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-delete", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-delete", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	before := deleted("Delete", objectDeleted)
 	g.Expect(objectExists(g, f.key)).To(BeTrue())
@@ -43,7 +44,7 @@ func TestDeletePolicyRemovesTheObject(t *testing.T) {
 	g.Expect(h.events()).To(ContainSubstring("ObjectDeleted"))
 
 	// An object already gone is not an error.
-	f2 := newFixture(g, ns, "b-delete-again", strategyv1alpha1.DeletionPolicyDelete)
+	f2 := newFixture(g, ns, "b-delete-again", driverv1alpha1.DeletionPolicyDelete)
 	g.Expect(s3.RemoveObject(context.Background(), bucket, f2.key, minio.RemoveObjectOptions{})).To(Succeed())
 	deleteBackup(g, h, f2.backup)
 	g.Expect(h.reconcile(f2.backup)).To(Succeed())
@@ -54,7 +55,7 @@ func TestRetainPolicyKeepsTheObject(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
 	// No Secret at all: Retain never needs one.
-	f := newFixture(g, ns, "b-retain", strategyv1alpha1.DeletionPolicyRetain)
+	f := newFixture(g, ns, "b-retain", driverv1alpha1.DeletionPolicyRetain)
 	h := newHarness()
 	before := deleted("Retain", objectRetained)
 
@@ -75,7 +76,7 @@ func TestUnusableSecretIsReportedAndRetried(t *testing.T) {
 	ns := newNamespace(g)
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-creds"},
 		Data: map[string][]byte{"unrelated": []byte("x")}})).To(Succeed())
-	f := newFixture(g, ns, "b-nokeys", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-nokeys", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	deleteBackup(g, h, f.backup)
 
@@ -108,7 +109,7 @@ func TestUnusableSecretIsReportedAndRetried(t *testing.T) {
 func TestMissingSecretReleasesTheBackupKeepingTheObject(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
-	f := newFixture(g, ns, "b-nosecret", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-nosecret", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	before := deleted("Delete", objectKeptCredentialsGone)
 	deleteBackup(g, h, f.backup)
@@ -128,7 +129,7 @@ func TestTerminatingNamespaceIsNotHeld(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-terminating", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-terminating", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
 	f.backup.Status.UnderlyingResources = nil
@@ -160,7 +161,7 @@ func TestEditedStrategyRefDoesNotStrandTheFinalizer(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
-	f := newFixture(g, ns, "b-restrategied", strategyv1alpha1.DeletionPolicyRetain)
+	f := newFixture(g, ns, "b-restrategied", driverv1alpha1.DeletionPolicyRetain)
 	h := newHarness()
 	g.Expect(h.reconcile(f.backup)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
@@ -178,7 +179,7 @@ func TestS3ErrorIsReportedAndRetried(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-nobucket", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-nobucket", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	// Point the Backup at a bucket the server does not have.
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
@@ -205,7 +206,7 @@ func TestSkipAnnotationKeepsTheObject(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-skip", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-skip", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
 	f.backup.Annotations = map[string]string{SkipObjectDeletionAnnotation: "true"}
@@ -225,7 +226,7 @@ func TestRefusedEndpointIsNeverDialled(t *testing.T) {
 	g := NewWithT(t)
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-refused", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-refused", driverv1alpha1.DeletionPolicyDelete)
 	h := newHarness()
 	h.r.Policy = endpointpolicy.Policy{} // loopback denied
 	deleteBackup(g, h, f.backup)
@@ -255,7 +256,7 @@ func TestUnverifiedBackupsNeverDeleteObjects(t *testing.T) {
 			g := NewWithT(t)
 			ns := newNamespace(g)
 			createSecret(g, ns)
-			f := newFixture(g, ns, "b-forged", strategyv1alpha1.DeletionPolicyDelete)
+			f := newFixture(g, ns, "b-forged", driverv1alpha1.DeletionPolicyDelete)
 			h := newHarness()
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
 			edit(f.backup)
@@ -283,7 +284,7 @@ func TestVerifiedConditionOnLiveBackups(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
-	f := newFixture(g, ns, "b-verified", strategyv1alpha1.DeletionPolicyRetain)
+	f := newFixture(g, ns, "b-verified", driverv1alpha1.DeletionPolicyRetain)
 	g.Expect(newHarness().reconcile(f.backup)).To(Succeed())
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
 	cond := meta.FindStatusCondition(f.backup.Status.Conditions, backupsv1alpha1.BackupConditionVerified)
@@ -320,7 +321,7 @@ func TestScopeAndForeignSnapshots(t *testing.T) {
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(velero), velero)).To(Succeed())
 	g.Expect(velero.Finalizers).To(BeEmpty())
 
-	f := newFixture(g, ns, "b-foreign", strategyv1alpha1.DeletionPolicyRetain)
+	f := newFixture(g, ns, "b-foreign", driverv1alpha1.DeletionPolicyRetain)
 	f.snapshot.OwnerReferences[0].UID = "someone-else"
 	g.Expect(env.Client.Update(ctx, f.snapshot)).To(Succeed())
 	deleteBackup(g, h, f.backup)
@@ -336,7 +337,7 @@ func TestDeletionWaitsForARunningRestore(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(g)
 	createSecret(g, ns)
-	f := newFixture(g, ns, "b-restoring", strategyv1alpha1.DeletionPolicyDelete)
+	f := newFixture(g, ns, "b-restoring", driverv1alpha1.DeletionPolicyDelete)
 	rj := &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "restore"},
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: f.backup.Name}},
@@ -419,7 +420,7 @@ func TestAStaleCopyDoesNotDropAnotherControllersCondition(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(g)
-	f := newFixture(g, ns, "b-conditions", strategyv1alpha1.DeletionPolicyRetain)
+	f := newFixture(g, ns, "b-conditions", driverv1alpha1.DeletionPolicyRetain)
 	stale := f.backup.DeepCopy()
 
 	fresh := f.backup.DeepCopy()

@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
@@ -35,7 +35,7 @@ const (
 
 // outcome says what happened to a Backup's stored object.
 type outcome struct {
-	policy strategyv1alpha1.DeletionPolicy
+	policy driverv1alpha1.DeletionPolicy
 	object string
 }
 
@@ -54,7 +54,7 @@ type ObjectDeleter interface {
 func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) (outcome, error) {
 	rec := artifact.RecordedOf(b)
 	out := outcome{policy: rec.DeletionPolicy, object: objectRetained}
-	if rec.DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete {
+	if rec.DeletionPolicy != driverv1alpha1.DeletionPolicyDelete {
 		return out, nil
 	}
 	if !v.Verified {

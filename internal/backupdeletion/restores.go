@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
@@ -22,7 +22,7 @@ import (
 // reports true while waiting; the RestoreJob watch brings the Backup back
 // when the restore ends.
 func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Backup, v provenance.Verdict) (bool, error) {
-	if !v.Verified || artifact.RecordedOf(b).DeletionPolicy != strategyv1alpha1.DeletionPolicyDelete ||
+	if !v.Verified || artifact.RecordedOf(b).DeletionPolicy != driverv1alpha1.DeletionPolicyDelete ||
 		b.Annotations[SkipObjectDeletionAnnotation] == "true" {
 		return false, nil
 	}

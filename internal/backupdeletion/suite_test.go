@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -110,7 +111,7 @@ type fixture struct {
 	key      string
 }
 
-func newFixture(g Gomega, ns, name string, policy strategyv1alpha1.DeletionPolicy) *fixture {
+func newFixture(g Gomega, ns, name string, policy driverv1alpha1.DeletionPolicy) *fixture {
 	ctx := context.Background()
 	snap := &etcdv1alpha2.EtcdSnapshot{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name + "-snap"},

@@ -28,11 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -74,7 +74,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list
-// +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile moves one Backup's inspection a step. A write that lost the
@@ -121,29 +121,15 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.setInspected(ctx, &b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled,
 			"the installed Backup CRD does not serve status.manifest (Cozystack's own CRD prunes it): install the driver's CRDs to record manifests")
 	}
-	strategy, err := r.strategy(ctx, &b)
+	policy, err := strategypolicy.Of(ctx, r.Client, b.Spec.StrategyRef.Name)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if strategy != nil && strategy.Spec.Inspection != nil && strategy.Spec.Inspection.Disabled {
+	if policy.Inspection.Disabled {
 		return ctrl.Result{}, r.setInspected(ctx, &b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled,
-			"the Etcd strategy "+strategy.Name+" disables inspection (spec.inspection.disabled): no manifest and no content-drop guard")
+			"the StrategyPolicy "+policy.Name+" disables inspection (spec.inspection.disabled): no manifest and no content-drop guard")
 	}
-	return r.inspect(ctx, &b, strategy)
-}
-
-// strategy is the Backup's Etcd strategy, or nil when it is gone (the
-// defaults apply then).
-func (r *Reconciler) strategy(ctx context.Context, b *backupsv1alpha1.Backup) (*strategyv1alpha1.Etcd, error) {
-	s := &strategyv1alpha1.Etcd{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: b.Spec.StrategyRef.Name}, s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read Etcd strategy %q: %w", b.Spec.StrategyRef.Name, err)
-	}
-	return s, nil
+	return r.inspect(ctx, &b, policy)
 }
 
 // refuse records a terminal refusal once, with a Warning Event.

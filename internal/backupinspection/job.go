@@ -20,10 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // jobName is the inspection Job's name for b: a MAC of the Backup's UID
@@ -42,12 +42,12 @@ func (r *Reconciler) jobName(ctx context.Context, b *backupsv1alpha1.Backup) (st
 }
 
 // spec is the Job the driver builds for b.
-func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, s *strategyv1alpha1.Etcd) (inspectjob.Spec, error) {
+func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, p strategypolicy.Policy) (inspectjob.Spec, error) {
 	src, err := artifact.Resolve(b)
 	if err != nil {
 		return inspectjob.Spec{}, err
 	}
-	httpAllowed := s != nil && s.Spec.AllowHTTPEndpoint && strings.HasPrefix(strings.ToLower(src.Endpoint), "http://")
+	httpAllowed := p.AllowsHTTP(src.Endpoint)
 	if err := r.Policy.CheckURL(src.Endpoint, httpAllowed); err != nil {
 		return inspectjob.Spec{}, err
 	}
@@ -66,12 +66,12 @@ func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, s *strategyv1a
 }
 
 // inspect follows b's Job: creates it, waits for it, records its end.
-func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, s *strategyv1alpha1.Etcd) (ctrl.Result, error) {
+func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p strategypolicy.Policy) (ctrl.Result, error) {
 	name, err := r.jobName(ctx, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	spec, err := r.spec(b, name, s)
+	spec, err := r.spec(b, name, p)
 	if err != nil {
 		return ctrl.Result{}, r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionRefused,
 			"the snapshot cannot be inspected: "+err.Error())
@@ -106,7 +106,7 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, s *
 		return ctrl.Result{}, r.setInspected(ctx, b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionPending,
 			"inspecting the snapshot in Job "+name)
 	case inspectjob.Inspected:
-		return ctrl.Result{}, r.record(ctx, b, &job, s)
+		return ctrl.Result{}, r.record(ctx, b, &job, p)
 	case inspectjob.Refused:
 		return ctrl.Result{}, r.failed(ctx, b, &job, backupsv1alpha1.BackupReasonInspectionRefused, why)
 	default:

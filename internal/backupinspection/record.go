@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -36,7 +36,7 @@ func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job 
 // update of the Backup. The hold on the previous good Backup is written
 // first: a crash in between leaves a hold and no record, and the next
 // pass finds the same previous Backup and writes the record.
-func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, s *strategyv1alpha1.Etcd) error {
+func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) error {
 	rep, err := r.report(ctx, job, true)
 	if err != nil {
 		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
@@ -58,15 +58,11 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 	if err != nil {
 		return err
 	}
-	var inspection *strategyv1alpha1.EtcdInspection
-	if s != nil {
-		inspection = s.Spec.Inspection
-	}
 	drop := metav1.Condition{Type: backupsv1alpha1.BackupConditionContentDrop, Status: metav1.ConditionFalse,
 		Reason: backupsv1alpha1.BackupReasonContentUnchanged, Message: "no earlier inspected Backup of this application and plan to compare with"}
 	var drops []contentdrop.Drop
 	if prev != nil {
-		drops = contentdrop.Compare(prev.Status.Manifest, m, contentdrop.ThresholdsOf(inspection))
+		drops = contentdrop.Compare(prev.Status.Manifest, m, contentdrop.ThresholdsOf(p.Inspection))
 		drop.Message = "compared with Backup " + prev.Name + ": nothing dropped beyond the strategy's thresholds"
 	}
 	if len(drops) > 0 {

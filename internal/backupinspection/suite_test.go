@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
@@ -60,7 +61,7 @@ func newHarness(t *testing.T) *harness {
 // path signs it, taken at minute min.
 func (h *harness) backup(name string, min int) *backupsv1alpha1.Backup {
 	rec := artifact.Record{SnapshotName: name, SnapshotUID: "uid-" + name, EtcdVersion: "3.6.11",
-		DeletionPolicy: strategyv1alpha1.DeletionPolicyRetain,
+		DeletionPolicy: driverv1alpha1.DeletionPolicyRetain,
 		Destination: strategyv1alpha1.EtcdS3Template{Bucket: "bkt", Endpoint: "https://127.0.0.1:9000", Key: h.ns + "/etcd/",
 			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
 	u, err := rec.UnderlyingResources()

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -75,7 +76,7 @@ func TestHappyPath(t *testing.T) {
 	src, err := artifact.Resolve(backup)
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(artifact.URI(src.Bucket, src.Key)).To(Equal(snap.Status.Artifact.URI))
-	w.g.Expect(src.DeletionPolicy).To(Equal(strategyv1alpha1.DeletionPolicyDelete))
+	w.g.Expect(src.DeletionPolicy).To(Equal(driverv1alpha1.DeletionPolicyDelete))
 
 	// Ownership of the snapshot moved to the Backup, which let go of it
 	// in the same write.
@@ -113,7 +114,7 @@ func TestSnapshotFailed(t *testing.T) {
 
 func TestClusterNeverAvailableFailsAtDeadline(t *testing.T) {
 	w := newWorld(t)
-	w.create(w.strategyObj(w.s3Template()), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+	w.create(w.strategyObj(w.s3Template()), w.policyObj(), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 	w.cluster(false)
 	w.startDriver(func(o *manager.Options) { o.BackupDeadline = 4 * time.Second })
 	job := w.job("never")
@@ -142,7 +143,8 @@ func TestStrategyCreatedLaterIsPickedUpByWatch(t *testing.T) {
 	cond := w.awaitReason(job, backupsv1alpha1.BackupReasonStrategyNotReady)
 	w.g.Expect(cond.Message).To(ContainSubstring(w.strategy))
 
-	w.create(w.strategyObj(w.s3Template()))
+	// The policy first: a strategy without one is https only.
+	w.create(w.policyObj(), w.strategyObj(w.s3Template()))
 	start := time.Now()
 	w.awaitSnapshot(job)
 	w.g.Expect(time.Since(start)).To(BeNumerically("<", 10*time.Second))
@@ -197,7 +199,7 @@ func TestTemplateErrorsFailNamingTheField(t *testing.T) {
 			w := newWorld(t)
 			s3 := w.s3Template()
 			tc.mutate(&s3)
-			w.create(w.strategyObj(s3), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+			w.create(w.strategyObj(s3), w.policyObj(), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 			w.cluster(true)
 			w.startDriver(nil)
 			job := w.job("tmpl")

@@ -7,18 +7,19 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // CredentialBroker gives a tenant namespace its own key of a brokered
 // strategy (credbroker.Broker).
 type CredentialBroker interface {
-	Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error)
+	Ensure(ctx context.Context, strategy strategypolicy.Strategy, namespace string) (string, error)
 }
 
 // brokeredSecret points dest at the namespace's driver-owned key Secret when
 // the strategy brokers keys, after checking that the rendered key lies in
 // the prefix that key reaches.
-func (r *Reconciler) brokeredSecret(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string, dest *strategyv1alpha1.EtcdS3Template) *outcome {
+func (r *Reconciler) brokeredSecret(ctx context.Context, strategy strategypolicy.Strategy, namespace string, dest *strategyv1alpha1.EtcdS3Template) *outcome {
 	if !credbroker.Brokered(strategy) {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
@@ -46,11 +47,11 @@ func TestBrokeredBackupAndDeletionOnMinIO(t *testing.T) {
 	s3 := w.s3Template()
 	s3.Bucket, s3.Endpoint, s3.Region = bucket, server.Endpoint, "us-east-1"
 	s3.CredentialsSecretRef.Name = "shared-key-nobody-made"
-	strategy := w.strategyObj(s3)
-	strategy.Spec.CredentialBroker = &strategyv1alpha1.EtcdCredentialBroker{
-		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: admin.Name},
+	policy := w.policyObj()
+	policy.Spec.CredentialBroker = &driverv1alpha1.CredentialBroker{
+		Provider: driverv1alpha1.CredentialBrokerMinIO, AdminSecretRef: driverv1alpha1.SecretReference{Name: admin.Name},
 	}
-	w.create(admin, strategy, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+	w.create(admin, w.strategyObj(s3), policy, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 	w.cluster(true)
 	w.startDriver(nil)
 	op := testenv.StartOperator(t, env.Client, w.ns, nil)
@@ -102,11 +103,11 @@ func TestBrokeredKeyOutsideTenantPrefixFails(t *testing.T) {
 	w := newWorld(t)
 	s3 := w.s3Template()
 	s3.Key = "shared/{{ .Application.metadata.name }}/"
-	strategy := w.strategyObj(s3)
-	strategy.Spec.CredentialBroker = &strategyv1alpha1.EtcdCredentialBroker{
-		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: "absent"},
+	policy := w.policyObj()
+	policy.Spec.CredentialBroker = &driverv1alpha1.CredentialBroker{
+		Provider: driverv1alpha1.CredentialBrokerMinIO, AdminSecretRef: driverv1alpha1.SecretReference{Name: "absent"},
 	}
-	w.create(strategy, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+	w.create(w.strategyObj(s3), policy, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 	w.cluster(true)
 	w.startDriver(nil)
 	job := w.job("outside")

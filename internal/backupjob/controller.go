@@ -20,7 +20,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 )
 
 // Reconciler reconciles BackupJobs for the Etcd strategy.
@@ -41,9 +40,6 @@ type Reconciler struct {
 	Policy endpointpolicy.Policy
 	// Claims are the restore claims (live reads), in the driver's namespace.
 	Claims claim.Store
-	// Schema says which strategy fields the installed CRD serves; nil
-	// assumes the driver's own CRD.
-	Schema *servedschema.Schema
 	// Credentials, when set, is told which credentials Secret each job's
 	// namespace renders for its strategy (internal/sharedcreds: shared-key
 	// detection). It must not block.
@@ -66,6 +62,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;create
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.cozystack.io,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupjobs/finalizers,verbs=update
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch,resourceNames=etcd

@@ -64,9 +64,9 @@ func TestEndpointPolicyAtRender(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := newWorld(t)
-			s := w.strategyObj(w.s3Template())
-			s.Spec.AllowHTTPEndpoint = tc.allowHTTP
-			w.create(s, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+			p := w.policyObj()
+			p.Spec.AllowHTTPEndpoint = tc.allowHTTP
+			w.create(w.strategyObj(w.s3Template()), p, w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 			w.cluster(true)
 			w.startDriver(func(o *manager.Options) { o.AllowedEndpointCIDRs = tc.cidrs })
 			job := w.job("refused")

@@ -16,6 +16,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
@@ -95,10 +96,17 @@ func (w *world) strategyObj(s3 strategyv1alpha1.EtcdS3Template) *strategyv1alpha
 	return &strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: w.strategy},
 		Spec: strategyv1alpha1.EtcdSpec{
-			Template:          strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &s3}},
-			DeletionPolicy:    strategyv1alpha1.DeletionPolicyDelete,
-			AllowHTTPEndpoint: true,
+			Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &s3}},
 		},
+	}
+}
+
+// policyObj is the strategy's StrategyPolicy: deletion policy Delete, plain
+// http allowed (the tests' S3 is on loopback http).
+func (w *world) policyObj() *driverv1alpha1.StrategyPolicy {
+	return &driverv1alpha1.StrategyPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: w.strategy},
+		Spec:       driverv1alpha1.StrategyPolicySpec{DeletionPolicy: driverv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: true},
 	}
 }
 
@@ -136,7 +144,7 @@ func (w *world) cluster(available bool) {
 
 // everything creates a complete, valid setup for the Etcd strategy.
 func (w *world) everything() {
-	w.create(w.strategyObj(w.s3Template()), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
+	w.create(w.strategyObj(w.s3Template()), w.policyObj(), w.classObj(strategyv1alpha1.GroupVersion.Group, "Etcd"), w.app())
 	w.cluster(true)
 }
 

@@ -94,14 +94,10 @@ func (r *Reconciler) complete(ctx context.Context, job *backupsv1alpha1.BackupJo
 	if err := r.handOver(ctx, snap, backup); err != nil {
 		return retry(err)
 	}
-	msg := fmt.Sprintf("Backup %s holds %s", backup.Name, snap.Status.Artifact.URI)
-	if !r.serves(ctx, "spec.deletionPolicy") {
-		msg += "; its deletion policy is Retain: the installed Etcd strategy CRD does not serve spec.deletionPolicy"
-	}
 	o := outcome{
 		phase:        backupsv1alpha1.BackupJobPhaseSucceeded,
 		reason:       backupsv1alpha1.BackupReasonBackupCompleted,
-		message:      msg,
+		message:      fmt.Sprintf("Backup %s holds %s", backup.Name, snap.Status.Artifact.URI),
 		backupRef:    backup.Name,
 		snapshotSize: snap.Status.Artifact.SizeBytes,
 	}

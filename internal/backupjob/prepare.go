@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -12,10 +11,11 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -34,7 +34,7 @@ type plan struct {
 	strategyRef    backupsv1alpha1.TypedLocalObjectReference
 	parameters     map[string]string
 	destination    strategyv1alpha1.EtcdS3Template
-	deletionPolicy strategyv1alpha1.DeletionPolicy
+	deletionPolicy driverv1alpha1.DeletionPolicy
 	etcdVersion    string
 }
 
@@ -63,10 +63,14 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 		return nil, &o, nil
 	}
 
-	var strategy strategyv1alpha1.Etcd
-	if err := r.Get(ctx, client.ObjectKey{Name: strategyRef.Name}, &strategy); err != nil {
+	strategy, err := strategypolicy.Get(ctx, r.Client, strategyRef.Name)
+	if err != nil {
 		o := missing(err, pending, backupsv1alpha1.BackupReasonStrategyNotReady,
 			"waiting for Etcd strategy %q (named by BackupClass %q) to exist", strategyRef.Name, job.Spec.BackupClassName)
+		return nil, &o, nil
+	}
+	if err := strategy.Check(); err != nil {
+		o := failed(backupsv1alpha1.BackupReasonInvalidStrategyPolicy, "%v", err)
 		return nil, &o, nil
 	}
 
@@ -77,11 +81,11 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 		return nil, &o, nil
 	}
 
-	dest, out := r.render(ctx, &strategy, &application, params)
+	dest, out := r.render(strategy, &application, params)
 	if out != nil {
 		return nil, out, nil
 	}
-	if out := r.brokeredSecret(ctx, &strategy, job.Namespace, &dest); out != nil {
+	if out := r.brokeredSecret(ctx, strategy, job.Namespace, &dest); out != nil {
 		return nil, out, nil
 	}
 	if r.Credentials != nil {
@@ -92,11 +96,7 @@ func (r *Reconciler) prepare(ctx context.Context, job *backupsv1alpha1.BackupJob
 	if out != nil {
 		return nil, out, nil
 	}
-	policy := strategy.Spec.DeletionPolicy
-	if policy == "" {
-		policy = strategyv1alpha1.DeletionPolicyRetain
-	}
-	return &plan{strategyRef: strategyRef, parameters: params, destination: dest, deletionPolicy: policy, etcdVersion: version}, nil, nil
+	return &plan{strategyRef: strategyRef, parameters: params, destination: dest, deletionPolicy: strategy.Policy.DeletionPolicy, etcdVersion: version}, nil, nil
 }
 
 // resolveClass finds the strategy the job's BackupClass binds to its
@@ -119,30 +119,23 @@ func (r *Reconciler) resolveClass(ctx context.Context, job *backupsv1alpha1.Back
 }
 
 // render renders and validates the strategy's destination for application.
-func (r *Reconciler) render(ctx context.Context, strategy *strategyv1alpha1.Etcd, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
+func (r *Reconciler) render(strategy strategypolicy.Strategy, application *appsv1alpha1.Etcd, params map[string]string) (strategyv1alpha1.EtcdS3Template, *outcome) {
 	obj, err := strategytemplate.ApplicationObject(application)
 	if err != nil {
 		o := retry(err)
 		return strategyv1alpha1.EtcdS3Template{}, &o
 	}
-	dest, err := strategytemplate.RenderFor(strategy, obj, params, r.Policy)
+	dest, err := strategytemplate.RenderFor(strategy.Etcd, obj, params,
+		strategytemplate.Options{Policy: r.Policy, AllowHTTP: strategy.Policy.AllowHTTPEndpoint})
 	switch {
 	case errors.Is(err, strategytemplate.ErrInvalid):
 		o := failed(backupsv1alpha1.BackupReasonInvalidDestination, "%v", err)
-		if strings.HasPrefix(dest.Endpoint, "http://") && !r.serves(ctx, "spec.allowHTTPEndpoint") {
-			o.message += "; the installed Etcd strategy CRD does not serve spec.allowHTTPEndpoint, so only https endpoints can be used"
-		}
 		return dest, &o
 	case err != nil:
 		o := failed(backupsv1alpha1.BackupReasonTemplateError, "%v", err)
 		return dest, &o
 	}
 	return dest, nil
-}
-
-// serves reports whether the installed strategy CRD serves field.
-func (r *Reconciler) serves(ctx context.Context, field string) bool {
-	return r.Schema == nil || r.Schema.Serves(ctx, servedschema.StrategyCRD, field)
 }
 
 // gate holds the job back while a restore owns the cluster or the cluster

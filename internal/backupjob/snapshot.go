@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cachetrim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 )
@@ -188,12 +188,12 @@ func ownerRef(kind, name string, uid types.UID) metav1.OwnerReference {
 }
 
 // recordedStrategy reads back what newSnapshot recorded.
-func recordedStrategy(snap *etcdv1alpha2.EtcdSnapshot) (string, map[string]string, strategyv1alpha1.DeletionPolicy) {
+func recordedStrategy(snap *etcdv1alpha2.EtcdSnapshot) (string, map[string]string, driverv1alpha1.DeletionPolicy) {
 	var params map[string]string
 	_ = json.Unmarshal([]byte(snap.Annotations[annotationParameters]), &params)
-	policy := strategyv1alpha1.DeletionPolicy(snap.Annotations[annotationDeletionPolicy])
+	policy := driverv1alpha1.DeletionPolicy(snap.Annotations[annotationDeletionPolicy])
 	if policy == "" {
-		policy = strategyv1alpha1.DeletionPolicyRetain
+		policy = driverv1alpha1.DeletionPolicyRetain
 	}
 	return snap.Annotations[annotationStrategyName], params, policy
 }

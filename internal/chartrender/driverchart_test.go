@@ -249,6 +249,9 @@ func containsAny(list []any, s string) bool {
 	return false
 }
 
+// The chart ships the driver's own StrategyPolicy CRD, the backups kinds,
+// and Cozystack's Etcd strategy CRD exactly as pinned (no strategy CRD of
+// the driver's own exists).
 func TestDriverShipsTheCRDs(t *testing.T) {
 	g := NewWithT(t)
 	var crds []string
@@ -260,7 +263,14 @@ func TestDriverShipsTheCRDs(t *testing.T) {
 	g.Expect(crds).To(ConsistOf(
 		"backupclasses.backups.cozystack.io", "plans.backups.cozystack.io", "backupjobs.backups.cozystack.io",
 		"backups.backups.cozystack.io", "restorejobs.backups.cozystack.io", "etcds.strategy.backups.cozystack.io",
+		"strategypolicies.etcd-backup-driver.cozystack.io",
 	))
+	const strategyCRD = "strategy.backups.cozystack.io_etcds.yaml"
+	shipped, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "crds", strategyCRD))
+	g.Expect(err).NotTo(HaveOccurred())
+	pinned, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "..", "..", "config", "crd", "upstream", "cozystack", strategyCRD))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(shipped)).To(Equal(string(pinned)), "the chart's strategy CRD is Cozystack's as pinned")
 }
 
 func TestDriverPrometheusRule(t *testing.T) {
@@ -355,14 +365,16 @@ func TestDriverValuesSchema(t *testing.T) {
 }
 
 // The default strategy and class are opt-in; asked for, they are the
-// strategy with the values' destination and a BackupClass binding
-// apps.cozystack.io/Etcd to it, as Cozystack's cozy-default binds
-// cozy-default-etcd.
+// strategy with the values' destination, its StrategyPolicy with the
+// values' settings (Cozystack's strategy kind holds none of them), and a
+// BackupClass binding apps.cozystack.io/Etcd to it, as Cozystack's
+// cozy-default binds cozy-default-etcd.
 func TestDefaultStrategyIsRenderedOnlyWhenAsked(t *testing.T) {
 	g := NewWithT(t)
 	objs := renderDriver(t, nil)
 	g.Expect(Find(objs, "Etcd", "etcd-default")).To(BeNil(), "off by default")
 	g.Expect(Find(objs, "BackupClass", "etcd-default")).To(BeNil(), "off by default")
+	g.Expect(Find(objs, "StrategyPolicy", "etcd-default")).To(BeNil(), "off by default")
 
 	asked := map[string]any{"defaultStrategy": map[string]any{"enabled": true, "name": "platform-etcd",
 		"s3":          map[string]any{"bucket": "etcd-backups", "endpoint": "https://s3.example.com", "region": "eu-1"},
@@ -371,20 +383,34 @@ func TestDefaultStrategyIsRenderedOnlyWhenAsked(t *testing.T) {
 	strategy := Find(objs, "Etcd", "platform-etcd")
 	g.Expect(strategy).NotTo(BeNil())
 	g.Expect(strategy.GetAPIVersion()).To(Equal("strategy.backups.cozystack.io/v1alpha1"))
-	g.Expect(field(g, strategy, "spec", "deletionPolicy")).To(Equal("Retain"))
+	g.Expect(strategy.Object["spec"]).To(HaveLen(1), "Cozystack's strategy kind serves the template only")
+	policy := Find(objs, "StrategyPolicy", "platform-etcd")
+	g.Expect(policy).NotTo(BeNil())
+	g.Expect(policy.GetAPIVersion()).To(Equal("etcd-backup-driver.cozystack.io/v1alpha1"))
+	g.Expect(policy.Object["spec"]).To(Equal(map[string]any{"deletionPolicy": "Retain"}))
 	g.Expect(field(g, strategy, "spec", "template", "destination", "s3")).To(Equal(map[string]any{
 		"bucket": "etcd-backups", "endpoint": "https://s3.example.com", "region": "eu-1", "forcePathStyle": true,
 		// The template is passed on as it is, for the driver to render.
 		"key":                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
 		"credentialsSecretRef": map[string]any{"name": "etcd-backup-s3"},
 	}))
-	g.Expect(strategy.Object["spec"]).NotTo(HaveKey("allowHTTPEndpoint"))
 	class := Find(objs, "BackupClass", "platform")
 	g.Expect(class).NotTo(BeNil())
 	g.Expect(field(g, class, "spec", "strategies")).To(Equal([]any{map[string]any{
 		"application": map[string]any{"apiGroup": "apps.cozystack.io", "kind": "Etcd"},
 		"strategyRef": map[string]any{"apiGroup": "strategy.backups.cozystack.io", "kind": "Etcd", "name": "platform-etcd"},
 	}}))
+
+	// Every setting of the policy comes from the values, as they are.
+	broker := map[string]any{"provider": "MinIO", "adminSecretRef": map[string]any{"name": "platform-s3"}, "prefixRoot": "etcd/"}
+	settings := map[string]any{"defaultStrategy": map[string]any{"enabled": true, "name": "platform-etcd",
+		"deletionPolicy": "Delete", "allowHTTPEndpoint": true, "credentialBroker": broker,
+		"inspection": map[string]any{"maxNamespacesGone": 2}, "retention": map[string]any{"maxKeepLast": 30},
+		"s3": map[string]any{"bucket": "etcd-backups", "endpoint": "http://minio.storage:9000"}}}
+	policy = Find(renderDriver(t, settings), "StrategyPolicy", "platform-etcd")
+	g.Expect(policy).NotTo(BeNil())
+	g.Expect(policy.Object["spec"]).To(Equal(map[string]any{"deletionPolicy": "Delete", "allowHTTPEndpoint": true,
+		"credentialBroker": broker, "inspection": map[string]any{"maxNamespacesGone": int64(2)}, "retention": map[string]any{"maxKeepLast": int64(30)}}))
 
 	noClass := map[string]any{"defaultStrategy": map[string]any{"enabled": true,
 		"s3": map[string]any{"bucket": "b", "endpoint": "https://s3.example.com"}, "backupClass": map[string]any{"enabled": false}}}

@@ -11,15 +11,8 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
-)
-
-// Defaults of the strategy's inspection thresholds.
-const (
-	DefaultMaxResourceDropPercent = 50
-	DefaultMinDroppedObjects      = 5
-	DefaultMaxNamespacesGone      = 0
 )
 
 // Thresholds say what counts as a drop.
@@ -32,22 +25,10 @@ type Thresholds struct {
 	MaxNamespacesGone int64
 }
 
-// ThresholdsOf reads the strategy's settings, with the defaults.
-func ThresholdsOf(in *strategyv1alpha1.EtcdInspection) Thresholds {
-	t := Thresholds{DefaultMaxResourceDropPercent, DefaultMinDroppedObjects, DefaultMaxNamespacesGone}
-	if in == nil {
-		return t
-	}
-	if in.MaxResourceDropPercent != nil {
-		t.MaxResourceDropPercent = int64(*in.MaxResourceDropPercent)
-	}
-	if in.MinDroppedObjects != nil {
-		t.MinDroppedObjects = int64(*in.MinDroppedObjects)
-	}
-	if in.MaxNamespacesGone != nil {
-		t.MaxNamespacesGone = int64(*in.MaxNamespacesGone)
-	}
-	return t
+// ThresholdsOf reads the inspection settings of the strategy's
+// StrategyPolicy (defaulted by internal/strategypolicy).
+func ThresholdsOf(in strategypolicy.Inspection) Thresholds {
+	return Thresholds{int64(in.MaxResourceDropPercent), int64(in.MinDroppedObjects), int64(in.MaxNamespacesGone)}
 }
 
 // Drop is one thing that dropped.

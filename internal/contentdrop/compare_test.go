@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 func ks(prefix string, ns []string, res ...backupsv1alpha1.ObjectCount) backupsv1alpha1.KeyspaceManifest {
@@ -24,7 +25,7 @@ func TestCompare(t *testing.T) {
 		ks("/registry", []string{"a", "b", "default"}, oc("pods", 40), oc("configmaps", 20), oc("secrets", 4)),
 		ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 	}}
-	def := ThresholdsOf(nil)
+	def := ThresholdsOf(strategypolicy.Effective("", nil).Inspection)
 	for _, tc := range []struct {
 		name string
 		cur  *backupsv1alpha1.BackupManifest
@@ -82,11 +83,11 @@ func TestTruncatedListsAreNotReadAsDrops(t *testing.T) {
 		res[i] = oc(strings.Repeat("r", i+1), 100)
 	}
 	cur := &backupsv1alpha1.BackupManifest{Truncated: true, Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks("/registry", nil, res...)}}
-	if drops := Compare(prev, cur, ThresholdsOf(nil)); len(drops) != 0 {
+	if drops := Compare(prev, cur, ThresholdsOf(strategypolicy.Effective("", nil).Inspection)); len(drops) != 0 {
 		t.Fatalf("a resource cut from a full list was read as dropped: %v", drops)
 	}
 	cur.Truncated = false
-	if drops := Compare(prev, cur, ThresholdsOf(nil)); len(drops) != 1 {
+	if drops := Compare(prev, cur, ThresholdsOf(strategypolicy.Effective("", nil).Inspection)); len(drops) != 1 {
 		t.Fatalf("a resource missing from a complete list is a drop; got %v", drops)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // FindingKind says what an audit found, and whether --remove deletes it.
@@ -66,7 +66,7 @@ type Finding struct {
 // remove, it deletes the kinds that are Removable. It is the one-shot check
 // to run after upgrading from the layout whose tenant keys were children of
 // the platform credential (kubectl etcd-backup audit-keys).
-func (b *Broker) Audit(ctx context.Context, strategy *strategyv1alpha1.Etcd, remove bool) ([]Finding, error) {
+func (b *Broker) Audit(ctx context.Context, strategy strategypolicy.Strategy, remove bool) ([]Finding, error) {
 	if !Brokered(strategy) {
 		return nil, fmt.Errorf("Etcd strategy %q does not broker keys", strategy.Name)
 	}
@@ -123,7 +123,7 @@ func (b *Broker) Audit(ctx context.Context, strategy *strategyv1alpha1.Etcd, rem
 // auditTenants reports the keys under strategy's tenant users that are not
 // sound. Retiring keys are judged alike: the broker retires a key with its
 // tenant's scope of today.
-func (b *Broker) auditTenants(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd) ([]Finding, error) {
+func (b *Broker) auditTenants(ctx context.Context, p Provider, strategy strategypolicy.Strategy) ([]Finding, error) {
 	holdings, err := p.List(ctx, Group(strategy.Name))
 	if err != nil {
 		return nil, err

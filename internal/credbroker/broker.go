@@ -14,8 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // NewProvider connects to a provider's admin API at endpoint with the
@@ -31,7 +33,7 @@ type Broker struct {
 	// Namespace is the driver's own namespace, where admin Secrets live.
 	Namespace string
 	// Providers connect to each provider kind.
-	Providers map[strategyv1alpha1.CredentialBrokerProvider]NewProvider
+	Providers map[driverv1alpha1.CredentialBrokerProvider]NewProvider
 	// Clock is injected for tests.
 	Clock clock.PassiveClock
 	// Grace is how long a replaced key keeps working: longer than any
@@ -64,9 +66,10 @@ var ErrForeignSecret = errors.New("a Secret with the credential broker's name ex
 // issued to its tenant's scope: the key was deleted and nothing handed out.
 var ErrUnsoundKey = errors.New("the S3 service did not keep the new key to its tenant's scope")
 
-// ErrStrategyDeleting means the strategy is being deleted: it issues no
-// more keys (its keys and tenant Secrets are being removed).
-var ErrStrategyDeleting = errors.New("the Etcd strategy is being deleted and issues no keys")
+// ErrStrategyDeleting means the strategy or its StrategyPolicy is being
+// deleted: it issues no more keys (its keys and tenant Secrets are being
+// removed).
+var ErrStrategyDeleting = errors.New("the Etcd strategy or its StrategyPolicy is being deleted and issues no keys")
 
 // ErrOutOfScope means an object lies outside the tenant's prefix.
 var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
@@ -79,9 +82,13 @@ var ErrOutOfScope = errors.New("object lies outside the tenant's prefix")
 // at once a key that lost its scope). A tenant whose prefix may hold
 // another strategy's objects gets nothing, not even the key it holds
 // (ErrOverlappingScopes). It rotates nothing: Sweep does.
-func (b *Broker) Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error) {
-	if !strategy.DeletionTimestamp.IsZero() {
+func (b *Broker) Ensure(ctx context.Context, strategy strategypolicy.Strategy, namespace string) (string, error) {
+	if !strategy.DeletionTimestamp.IsZero() || strategy.Policy.Deleting {
 		return "", fmt.Errorf("%w: %q", ErrStrategyDeleting, strategy.Name)
+	}
+	if err := strategy.Check(); err != nil {
+		// A key scoped to what a template renders is never issued.
+		return "", err
 	}
 	// Refused before a held key is handed out too: the key may predate the
 	// strategy its prefix now overlaps (the sweep deletes it).
@@ -138,7 +145,7 @@ func (b *Broker) ours(s *corev1.Secret, strategy string) bool {
 // holds it sound. A key that is not, or whose Secret write fails, is
 // deleted again; a key left behind by a crash is retired by Sweep once it
 // is older than YoungKeyGrace.
-func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret) error {
+func (b *Broker) issue(ctx context.Context, p Provider, strategy strategypolicy.Strategy, s *corev1.Secret) error {
 	if err := b.refuseOverlap(ctx, strategy, s.Namespace); err != nil {
 		return err
 	}
@@ -179,22 +186,44 @@ func (b *Broker) issue(ctx context.Context, p Provider, strategy *strategyv1alph
 	return b.undoIfDeleting(ctx, p, strategy, s, key.AccessKeyID)
 }
 
-// undoIfDeleting reads strategy live after a key of it was handed out:
-// when it is being deleted (or gone), Remove may have listed its owners
-// before this key existed, and nothing would ever sweep the key, so the
-// key and its Secret are deleted again. Either Remove saw the key, or
-// this read sees the deletion.
-func (b *Broker) undoIfDeleting(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret, accessKeyID string) error {
-	var live strategyv1alpha1.Etcd
-	err := b.Reader.Get(ctx, client.ObjectKeyFromObject(strategy), &live)
-	switch {
-	case err == nil && live.DeletionTimestamp.IsZero() && (strategy.UID == "" || live.UID == strategy.UID):
-		return nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return fmt.Errorf("read Etcd strategy %s: %w", strategy.Name, err)
+// undoIfDeleting reads strategy and its StrategyPolicy live after a key of
+// it was handed out: when either is being deleted (or gone, or replaced),
+// Remove may have listed its owners before this key existed, and nothing
+// would ever sweep the key, so the key and its Secret are deleted again.
+// Either Remove saw the key, or this read sees the deletion.
+func (b *Broker) undoIfDeleting(ctx context.Context, p Provider, strategy strategypolicy.Strategy, s *corev1.Secret, accessKeyID string) error {
+	going, err := b.going(ctx, strategy)
+	if err != nil || !going {
+		return err
 	}
 	return errors.Join(fmt.Errorf("%w: %q", ErrStrategyDeleting, strategy.Name), p.Delete(ctx, accessKeyID),
 		client.IgnoreNotFound(b.Client.Delete(ctx, s, client.Preconditions{UID: &s.UID})))
+}
+
+// going reads strategy and its StrategyPolicy live and reports whether
+// either is being deleted, gone or replaced since they were read, or the
+// policy no longer brokers keys.
+func (b *Broker) going(ctx context.Context, strategy strategypolicy.Strategy) (bool, error) {
+	var live strategyv1alpha1.Etcd
+	err := b.Reader.Get(ctx, client.ObjectKeyFromObject(strategy.Etcd), &live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read Etcd strategy %s: %w", strategy.Name, err)
+	case !live.DeletionTimestamp.IsZero() || (strategy.UID != "" && live.UID != strategy.UID):
+		return true, nil
+	}
+	var policy driverv1alpha1.StrategyPolicy
+	err = b.Reader.Get(ctx, client.ObjectKey{Name: strategy.Name}, &policy)
+	switch {
+	case apierrors.IsNotFound(err):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read StrategyPolicy %s: %w", strategy.Name, err)
+	}
+	return !policy.DeletionTimestamp.IsZero() || policy.Spec.CredentialBroker == nil ||
+		(strategy.Policy.UID != "" && policy.UID != strategy.Policy.UID), nil
 }
 
 // check reads accessKeyID back and says why the broker may not hand it out
@@ -258,8 +287,8 @@ func unsafe(id Identity, owner string, scope Scope, withPolicy bool) string {
 
 // provider connects to strategy's provider with the admin Secret of the
 // driver's namespace.
-func (b *Broker) provider(ctx context.Context, strategy *strategyv1alpha1.Etcd) (Provider, error) {
-	cfg := strategy.Spec.CredentialBroker
+func (b *Broker) provider(ctx context.Context, strategy strategypolicy.Strategy) (Provider, error) {
+	cfg := strategy.Policy.CredentialBroker
 	connect := b.Providers[cfg.Provider]
 	if connect == nil {
 		return nil, fmt.Errorf("credential broker provider %q is not supported", cfg.Provider)
@@ -273,8 +302,8 @@ func (b *Broker) provider(ctx context.Context, strategy *strategyv1alpha1.Etcd) 
 
 // heldAdminKey is strategy's platform credential, read at most
 // AdminKeyTTL ago.
-func (b *Broker) heldAdminKey(ctx context.Context, strategy *strategyv1alpha1.Etcd) (s3object.Credentials, error) {
-	secret, now := strategy.Spec.CredentialBroker.AdminSecretRef.Name, b.Clock.Now()
+func (b *Broker) heldAdminKey(ctx context.Context, strategy strategypolicy.Strategy) (s3object.Credentials, error) {
+	secret, now := strategy.Policy.CredentialBroker.AdminSecretRef.Name, b.Clock.Now()
 	b.mu.Lock()
 	h, ok := b.admins[strategy.Name]
 	b.mu.Unlock()
@@ -296,6 +325,6 @@ func (b *Broker) heldAdminKey(ctx context.Context, strategy *strategyv1alpha1.Et
 
 // AdminKey reads the platform credential of strategy from the driver's
 // namespace.
-func (b *Broker) AdminKey(ctx context.Context, strategy *strategyv1alpha1.Etcd) (s3object.Credentials, error) {
-	return s3object.ReadCredentials(ctx, b.Reader, b.Namespace, strategy.Spec.CredentialBroker.AdminSecretRef.Name)
+func (b *Broker) AdminKey(ctx context.Context, strategy strategypolicy.Strategy) (s3object.Credentials, error) {
+	return s3object.ReadCredentials(ctx, b.Reader, b.Namespace, strategy.Policy.CredentialBroker.AdminSecretRef.Name)
 }

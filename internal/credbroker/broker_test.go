@@ -149,7 +149,7 @@ func TestNamespaceAndStrategyDeletionRemoveKeys(t *testing.T) {
 	keyA := w.tenantKey("remove-a")
 	_, err := r.Reconcile(w.ctx, req)
 	w.g.Expect(err).NotTo(HaveOccurred())
-	w.g.Expect(env.Client.Get(w.ctx, req.NamespacedName, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Get(w.ctx, req.NamespacedName, w.strategy.Etcd)).To(Succeed())
 	w.g.Expect(w.strategy.Finalizers).To(ContainElement(credbroker.Finalizer))
 
 	// envtest runs no namespace controller: remove-a stays Terminating.
@@ -160,13 +160,13 @@ func TestNamespaceAndStrategyDeletionRemoveKeys(t *testing.T) {
 	w.g.Eventually(func() bool { return denied(put(w.ctx, s3As(keyA), "remove-a/etcd/x.db")) }).
 		WithTimeout(10*time.Second).Should(BeTrue(), "the key of a deleted namespace still works")
 
-	w.g.Expect(env.Client.Delete(w.ctx, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Delete(w.ctx, w.strategy.Etcd)).To(Succeed())
 	_, err = r.Reconcile(w.ctx, req)
 	w.g.Expect(err).NotTo(HaveOccurred())
 	w.g.Expect(w.identities()).To(BeEmpty())
 	err = env.Client.Get(w.ctx, client.ObjectKey{Namespace: "remove-b", Name: credbroker.SecretName("remove")}, &corev1.Secret{})
 	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the tenant Secret outlived its strategy: %v", err)
-	err = env.Client.Get(w.ctx, req.NamespacedName, w.strategy)
+	err = env.Client.Get(w.ctx, req.NamespacedName, w.strategy.Etcd)
 	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the finalizer was not released: %v", err)
 }
 
@@ -211,7 +211,7 @@ func (c countingReader) Get(ctx context.Context, key client.ObjectKey, o client.
 func TestEnsureReadsTheAdminSecretOncePerTTL(t *testing.T) {
 	w := newWorld(t, "adminttl", "adminttl-a")
 	reads := 0
-	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Spec.CredentialBroker.AdminSecretRef.Name, reads: &reads}
+	w.broker.Reader = countingReader{Reader: env.Client, name: w.strategy.Policy.CredentialBroker.AdminSecretRef.Name, reads: &reads}
 	for range 3 {
 		_, err := w.broker.Ensure(w.ctx, w.strategy, "adminttl-a")
 		w.g.Expect(err).NotTo(HaveOccurred())

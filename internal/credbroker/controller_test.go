@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
@@ -28,7 +29,7 @@ func TestSweepsOnSpecChangesNotOnMetadataOrStatusWrites(t *testing.T) {
 	w := newWorld(t, "sweeps")
 	var sweeps atomic.Int32
 	connect := brokerminio.Connect(nil)
-	w.broker.Providers[strategyv1alpha1.CredentialBrokerMinIO] = func(endpoint string, admin credbroker.Key) (credbroker.Provider, error) {
+	w.broker.Providers[driverv1alpha1.CredentialBrokerMinIO] = func(endpoint string, admin credbroker.Key) (credbroker.Provider, error) {
 		if admin.AccessKeyID == w.platform.AccessKeyID {
 			sweeps.Add(1) // this strategy's (other tests' strategies are reconciled too)
 		}
@@ -42,7 +43,7 @@ func TestSweepsOnSpecChangesNotOnMetadataOrStatusWrites(t *testing.T) {
 	defer cancel()
 	go func() { _ = mgr.Start(ctx) }()
 
-	key := client.ObjectKeyFromObject(w.strategy)
+	key := client.ObjectKeyFromObject(w.strategy.Etcd)
 	w.g.Eventually(func() []string {
 		var s strategyv1alpha1.Etcd
 		_ = env.Client.Get(w.ctx, key, &s)
@@ -61,10 +62,10 @@ func TestSweepsOnSpecChangesNotOnMetadataOrStatusWrites(t *testing.T) {
 	w.g.Expect(env.Client.Update(w.ctx, &s)).To(Succeed())
 	w.g.Consistently(sweeps.Load).WithTimeout(3*time.Second).Should(Equal(base), "a status or metadata write started a sweep")
 
-	w.g.Expect(env.Client.Get(w.ctx, key, &s)).To(Succeed())
-	s.Spec.CredentialBroker.RotationInterval = &metav1.Duration{Duration: 48 * time.Hour}
-	w.g.Expect(env.Client.Update(w.ctx, &s)).To(Succeed())
-	w.g.Eventually(sweeps.Load).WithTimeout(10*time.Second).Should(BeNumerically(">", base), "a spec change started no sweep")
+	sp := w.policy()
+	sp.Spec.CredentialBroker.RotationInterval = &metav1.Duration{Duration: 48 * time.Hour}
+	w.g.Expect(env.Client.Update(w.ctx, sp)).To(Succeed())
+	w.g.Eventually(sweeps.Load).WithTimeout(10*time.Second).Should(BeNumerically(">", base), "a change of the StrategyPolicy's spec started no sweep")
 }
 
 func ptr[T any](v T) *T { return &v }

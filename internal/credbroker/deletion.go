@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // DeletionKey returns the platform credential that deletes an object a
@@ -15,12 +15,11 @@ import (
 // before). The object must lie in the namespace's own prefix of that
 // strategy's bucket, whatever the Backup says.
 func (b *Broker) DeletionKey(ctx context.Context, namespace, secretName, bucket, key string) (creds s3object.Credentials, brokered bool, err error) {
-	var strategies strategyv1alpha1.EtcdList
-	if err := b.Client.List(ctx, &strategies); err != nil {
-		return s3object.Credentials{}, false, fmt.Errorf("list Etcd strategies: %w", err)
+	strategies, err := strategypolicy.List(ctx, b.Client)
+	if err != nil {
+		return s3object.Credentials{}, false, err
 	}
-	for i := range strategies.Items {
-		s := &strategies.Items[i]
+	for _, s := range strategies {
 		if !Brokered(s) || SecretName(s.Name) != secretName {
 			continue
 		}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // Names, labels and defaults of brokered credentials.
@@ -31,9 +31,10 @@ const (
 	YoungKeyGrace = 5 * time.Minute
 )
 
-// Brokered reports whether strategy issues tenant keys.
-func Brokered(strategy *strategyv1alpha1.Etcd) bool {
-	return strategy != nil && strategy.Spec.CredentialBroker != nil
+// Brokered reports whether strategy issues tenant keys: it exists and its
+// StrategyPolicy sets credentialBroker.
+func Brokered(strategy strategypolicy.Strategy) bool {
+	return strategy.Etcd != nil && strategy.Policy.Brokered()
 }
 
 func hash(s string, n int) string {
@@ -65,7 +66,7 @@ func OwnerOf(strategy, namespace string) Owner {
 }
 
 // ScopeOf is what strategy's key in namespace reaches.
-func ScopeOf(strategy *strategyv1alpha1.Etcd, namespace string) Scope {
+func ScopeOf(strategy strategypolicy.Strategy, namespace string) Scope {
 	return placementOf(strategy).scope(namespace)
 }
 
@@ -77,16 +78,16 @@ func (s Scope) Within(bucket, key string) bool {
 func (s Scope) String() string { return s.Bucket + "/" + s.Prefix }
 
 // rotationInterval is the strategy's, or the default.
-func rotationInterval(strategy *strategyv1alpha1.Etcd) time.Duration {
-	if d := strategy.Spec.CredentialBroker.RotationInterval; d != nil && d.Duration >= time.Hour {
+func rotationInterval(strategy strategypolicy.Strategy) time.Duration {
+	if d := strategy.Policy.CredentialBroker.RotationInterval; d != nil && d.Duration >= time.Hour {
 		return d.Duration
 	}
 	return DefaultRotationInterval
 }
 
 // adminEndpoint is where the provider's admin API is.
-func adminEndpoint(strategy *strategyv1alpha1.Etcd) string {
-	if e := strategy.Spec.CredentialBroker.AdminEndpoint; e != "" {
+func adminEndpoint(strategy strategypolicy.Strategy) string {
+	if e := strategy.Policy.CredentialBroker.AdminEndpoint; e != "" {
 		return e
 	}
 	if d := strategy.Spec.Template.Destination.S3; d != nil {

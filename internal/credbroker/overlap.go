@@ -9,7 +9,8 @@ import (
 	"strings"
 	"unicode"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // ErrOverlappingScopes means a tenant's prefix may hold objects of another
@@ -21,20 +22,19 @@ var ErrOverlappingScopes = errors.New("the tenant's prefix may hold another Etcd
 
 // Placement is what the overlap rule reads of one Etcd strategy: where its
 // objects go (bucket, endpoint and key, as templates) and its broker
-// settings, nil when it brokers no keys. The settings are read from the
-// strategy's spec today (placementOf); when they move to a policy kind of
-// the driver's own, only that reading changes.
+// settings, nil when it brokers no keys (placementOf reads them: the
+// destination from the strategy, the broker from its StrategyPolicy).
 type Placement struct {
 	Strategy string
 	Bucket   string
 	Endpoint string
 	Key      string
-	Broker   *strategyv1alpha1.EtcdCredentialBroker
+	Broker   *driverv1alpha1.CredentialBroker
 }
 
 // placementOf reads strategy's placement.
-func placementOf(strategy *strategyv1alpha1.Etcd) Placement {
-	p := Placement{Strategy: strategy.Name, Broker: strategy.Spec.CredentialBroker}
+func placementOf(strategy strategypolicy.Strategy) Placement {
+	p := Placement{Strategy: strategy.Name, Broker: strategy.Policy.CredentialBroker}
 	if d := strategy.Spec.Template.Destination.S3; d != nil {
 		p.Bucket, p.Endpoint, p.Key = d.Bucket, d.Endpoint, d.Key
 	}
@@ -145,7 +145,7 @@ func hostPort(endpoint string) (string, bool) {
 // refuseOverlap returns ErrOverlappingScopes when the tenant prefix of
 // strategy in namespace may hold another strategy's objects, whichever of
 // the two was made or changed first.
-func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) error {
+func (b *Broker) refuseOverlap(ctx context.Context, strategy strategypolicy.Strategy, namespace string) error {
 	all, err := b.placements(ctx)
 	if err != nil {
 		return err
@@ -159,13 +159,13 @@ func (b *Broker) refuseOverlap(ctx context.Context, strategy *strategyv1alpha1.E
 
 // placements reads the placement of every Etcd strategy.
 func (b *Broker) placements(ctx context.Context) ([]Placement, error) {
-	var all strategyv1alpha1.EtcdList
-	if err := b.Client.List(ctx, &all); err != nil {
-		return nil, fmt.Errorf("list Etcd strategies: %w", err)
+	all, err := strategypolicy.List(ctx, b.Client)
+	if err != nil {
+		return nil, err
 	}
-	out := make([]Placement, 0, len(all.Items))
-	for i := range all.Items {
-		out = append(out, placementOf(&all.Items[i]))
+	out := make([]Placement, 0, len(all))
+	for i := range all {
+		out = append(out, placementOf(all[i]))
 	}
 	return out, nil
 }

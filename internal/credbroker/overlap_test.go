@@ -3,7 +3,7 @@ package credbroker
 import (
 	"testing"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // The one overlap rule, over brokered and plain strategies alike.
@@ -11,7 +11,7 @@ func TestOverlappingConsidersEveryStrategyOnTheBucket(t *testing.T) {
 	const s3 = "https://s3.example.org"
 	brokered := func(name, bucket, root string) Placement {
 		return Placement{Strategy: name, Bucket: bucket, Endpoint: s3, Key: root + "{{ .Application.metadata.namespace }}/",
-			Broker: &strategyv1alpha1.EtcdCredentialBroker{PrefixRoot: root}}
+			Broker: &driverv1alpha1.CredentialBroker{PrefixRoot: root}}
 	}
 	plain := func(name, bucket, endpoint, key string) Placement {
 		return Placement{Strategy: name, Bucket: bucket, Endpoint: endpoint, Key: key}
@@ -28,7 +28,7 @@ func TestOverlappingConsidersEveryStrategyOnTheBucket(t *testing.T) {
 		{"equal brokered roots", brokered("self", "b", "r/"), "acme", brokered("o", "b", "r/"), false},
 		{"brokered, another bucket", brokered("self", "b", ""), "tenants", brokered("o", "c", "tenants/"), false},
 		{"brokered, another endpoint still counts", brokered("self", "b", ""), "tenants",
-			Placement{Strategy: "o", Bucket: "b", Endpoint: "https://minio.internal", Broker: &strategyv1alpha1.EtcdCredentialBroker{PrefixRoot: "tenants/"}}, true},
+			Placement{Strategy: "o", Bucket: "b", Endpoint: "https://minio.internal", Broker: &driverv1alpha1.CredentialBroker{PrefixRoot: "tenants/"}}, true},
 		{"plain literal key is the tenant's prefix", brokered("self", "b", ""), "shared", plain("o", "b", s3, "shared/{{ .Application.metadata.name }}/"), true},
 		{"plain literal key inside the tenant's prefix", brokered("self", "b", ""), "shared", plain("o", "b", s3, "shared/etcd/"), true},
 		{"plain key starting with an action", brokered("self", "b", "tenants/"), "acme", plain("o", "b", s3, "{{ .Application.metadata.namespace }}/"), true},

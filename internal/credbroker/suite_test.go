@@ -15,10 +15,12 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -62,12 +64,15 @@ func put(ctx context.Context, c *minio.Client, key string) error {
 	return err
 }
 
-// world is one brokered strategy, its admin Secret in the driver's
-// namespace, tenant namespaces, and a broker on a fake clock.
+// world is one brokered strategy with its StrategyPolicy, its admin Secret
+// in the driver's namespace, tenant namespaces, and a broker on a fake
+// clock.
 type world struct {
-	g        *WithT
-	ctx      context.Context
-	strategy *strategyv1alpha1.Etcd
+	g   *WithT
+	ctx context.Context
+	// strategy is the strategy with its policy as the driver reads them
+	// (update writes both and reads them again).
+	strategy strategypolicy.Strategy
 	broker   *credbroker.Broker
 	clock    *clocktesting.FakePassiveClock
 	tenants  []string
@@ -96,25 +101,58 @@ func newWorld(t *testing.T, name string, tenants ...string) *world {
 				Bucket: bucket, Endpoint: server.Endpoint, Key: "{{ .Application.metadata.namespace }}/etcd/",
 				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "ignored"},
 			}}},
+		},
+	}
+	sp := &driverv1alpha1.StrategyPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: driverv1alpha1.StrategyPolicySpec{
 			AllowHTTPEndpoint: true,
-			CredentialBroker: &strategyv1alpha1.EtcdCredentialBroker{
-				Provider:       strategyv1alpha1.CredentialBrokerMinIO,
-				AdminSecretRef: strategyv1alpha1.SecretReference{Name: admin.Name},
+			CredentialBroker: &driverv1alpha1.CredentialBroker{
+				Provider:       driverv1alpha1.CredentialBrokerMinIO,
+				AdminSecretRef: driverv1alpha1.SecretReference{Name: admin.Name},
 			},
 		},
 	}
 	g.Expect(env.Client.Create(ctx, s)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, sp)).To(Succeed())
 	for _, ns := range tenants {
 		g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
 	clock := clocktesting.NewFakePassiveClock(time.Now())
 	platform := s3object.Credentials{AccessKeyID: platformID, SecretAccessKey: platformSecret}
-	return &world{g: g, ctx: ctx, strategy: s, clock: clock, tenants: tenants, platform: platform, broker: &credbroker.Broker{
+	return &world{g: g, ctx: ctx, strategy: strategypolicy.Strategy{Etcd: s, Policy: strategypolicy.Effective(name, sp)}, clock: clock, tenants: tenants, platform: platform, broker: &credbroker.Broker{
 		Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace, Clock: clock, Grace: 2 * time.Hour,
-		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil),
+		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
+			driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil),
 		},
 	}}
+}
+
+// update changes the strategy and its StrategyPolicy in the API server, as
+// the platform admin does, and reads both again as the driver does.
+func (w *world) update(mutate func(*strategyv1alpha1.Etcd, *driverv1alpha1.StrategyPolicy)) {
+	s, sp := &strategyv1alpha1.Etcd{}, &driverv1alpha1.StrategyPolicy{}
+	key := client.ObjectKey{Name: w.strategy.Name}
+	w.g.Expect(env.Client.Get(w.ctx, key, s)).To(Succeed())
+	w.g.Expect(env.Client.Get(w.ctx, key, sp)).To(Succeed())
+	mutate(s, sp)
+	w.g.Expect(env.Client.Update(w.ctx, s)).To(Succeed())
+	w.g.Expect(env.Client.Update(w.ctx, sp)).To(Succeed())
+	w.read()
+}
+
+// read reads the strategy and its policy again.
+func (w *world) read() {
+	var err error
+	w.strategy, err = strategypolicy.Get(w.ctx, env.Client, w.strategy.Name)
+	w.g.Expect(err).NotTo(HaveOccurred())
+}
+
+// policy reads the StrategyPolicy.
+func (w *world) policy() *driverv1alpha1.StrategyPolicy {
+	sp := &driverv1alpha1.StrategyPolicy{}
+	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKey{Name: w.strategy.Name}, sp)).To(Succeed())
+	return sp
 }
 
 // tenantKey reads the key the tenant's Secret holds, as the operator's Pod

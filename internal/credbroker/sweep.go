@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // SweepEvery bounds how long a sweep waits before the next one: how soon
@@ -29,7 +29,7 @@ const SweepEvery = 10 * time.Minute
 // the rotation interval or of another scope; and issues a new key to a
 // Secret whose key the provider no longer knows. It returns when to sweep
 // again.
-func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (time.Duration, error) {
+func (b *Broker) Sweep(ctx context.Context, strategy strategypolicy.Strategy) (time.Duration, error) {
 	p, err := b.provider(ctx, strategy)
 	if err != nil {
 		return 0, err
@@ -69,7 +69,7 @@ func (b *Broker) Sweep(ctx context.Context, strategy *strategyv1alpha1.Etcd) (ti
 
 // sweepOwner takes the steps one owner's keys need and says when it needs
 // the next.
-func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, h Holding) (time.Duration, error) {
+func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy strategypolicy.Strategy, h Holding) (time.Duration, error) {
 	ns := h.Owner.Namespace
 	l := log.FromContext(ctx).WithValues("namespace", ns, "owner", h.Owner.Name)
 	if ns == "" {
@@ -141,7 +141,7 @@ func (b *Broker) sweepOwner(ctx context.Context, p Provider, strategy *strategyv
 // scope is deleted and replaced at once; one older than the rotation
 // interval, or of another scope than the strategy's today, is replaced
 // and retired.
-func (b *Broker) keepOrRotate(ctx context.Context, p Provider, strategy *strategyv1alpha1.Etcd, s *corev1.Secret, k Identity, now time.Time) (time.Duration, error) {
+func (b *Broker) keepOrRotate(ctx context.Context, p Provider, strategy strategypolicy.Strategy, s *corev1.Secret, k Identity, now time.Time) (time.Duration, error) {
 	owner, scope := OwnerOf(strategy.Name, s.Namespace), ScopeOf(strategy, s.Namespace)
 	sameScope := s.Annotations[ScopeAnnotation] == scope.String()
 	if sameScope {
@@ -216,7 +216,7 @@ func removeHolding(ctx context.Context, p Provider, h Holding) error {
 
 // Remove deletes every owner of strategy with its keys, and every tenant
 // Secret that holds one: the strategy is going.
-func (b *Broker) Remove(ctx context.Context, strategy *strategyv1alpha1.Etcd) error {
+func (b *Broker) Remove(ctx context.Context, strategy strategypolicy.Strategy) error {
 	p, err := b.provider(ctx, strategy)
 	if err != nil {
 		return err

@@ -14,10 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 func rootAdmin(w *world) *brokerminio.Admin {
@@ -81,28 +83,31 @@ func TestATenantPrefixHoldingAnotherStrategysIsRefused(t *testing.T) {
 	old := newWorld(t, "ovl-old", "tnt", "ovl-c")
 	w := old
 	w.g.Expect(root.MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
-	old.strategy.Spec.CredentialBroker.PrefixRoot = "first/"
-	old.strategy.Spec.Template.Destination.S3.Bucket = own
-	old.strategy.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	old.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = "first/"
+		s.Spec.Template.Destination.S3.Bucket = own
+		s.Spec.Template.Destination.S3.Key = "first/{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err := old.broker.Ensure(old.ctx, old.strategy, "tnt")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	before := old.tenantKey("tnt")
 
 	young := newWorld(t, "ovl-young", "ovl-b")
-	young.strategy.Spec.CredentialBroker.PrefixRoot = "tnt/"
-	young.strategy.Spec.Template.Destination.S3.Bucket = own
-	young.strategy.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, young.strategy)).To(Succeed())
+	young.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = "tnt/"
+		s.Spec.Template.Destination.S3.Bucket = own
+		s.Spec.Template.Destination.S3.Key = "tnt/{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err = young.broker.Ensure(young.ctx, young.strategy, "ovl-b")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	_, err = s3As(young.tenantKey("ovl-b")).PutObject(w.ctx, own, "tnt/ovl-b/etcd/s.db", strings.NewReader("secret"), 6, minio.PutObjectOptions{})
 	w.g.Expect(err).NotTo(HaveOccurred())
 
 	// The admin now changes the older strategy's root to "".
-	old.strategy.Spec.CredentialBroker.PrefixRoot = ""
-	old.strategy.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
-	w.g.Expect(env.Client.Update(w.ctx, old.strategy)).To(Succeed())
+	old.update(func(s *strategyv1alpha1.Etcd, p *driverv1alpha1.StrategyPolicy) {
+		p.Spec.CredentialBroker.PrefixRoot = ""
+		s.Spec.Template.Destination.S3.Key = "{{ .Application.metadata.namespace }}/etcd/"
+	})
 	_, err = old.broker.Ensure(old.ctx, old.strategy, "tnt")
 	w.g.Expect(err).To(MatchError(credbroker.ErrOverlappingScopes))
 	w.g.Expect(err.Error()).To(ContainSubstring(`"ovl-young"`))
@@ -132,8 +137,9 @@ func TestATenantPrefixHoldingANonBrokeredStrategysObjectsIsRefused(t *testing.T)
 	const own = "nonbrokered" // a bucket of its own: the plain strategy overlaps nothing else
 	w := newWorld(t, "nbo-brokered", "nbo-shared", "nbo-other")
 	w.g.Expect(s3As(rootKey()).MakeBucket(w.ctx, own, minio.MakeBucketOptions{})).To(Succeed())
-	w.strategy.Spec.Template.Destination.S3.Bucket = own
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
+	w.update(func(s *strategyv1alpha1.Etcd, _ *driverv1alpha1.StrategyPolicy) {
+		s.Spec.Template.Destination.S3.Bucket = own
+	})
 	_, err := w.broker.Ensure(w.ctx, w.strategy, "nbo-shared")
 	w.g.Expect(err).NotTo(HaveOccurred())
 	before := w.tenantKey("nbo-shared")
@@ -141,14 +147,16 @@ func TestATenantPrefixHoldingANonBrokeredStrategysObjectsIsRefused(t *testing.T)
 	// The platform adds a strategy with a shared key copied to its
 	// tenants; one of them backs up.
 	plain := &strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "nbo-plain"}, Spec: strategyv1alpha1.EtcdSpec{
-		AllowHTTPEndpoint: true,
 		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 			Bucket: own, Endpoint: server.Endpoint, Key: "nbo-shared/{{ .Application.metadata.namespace }}/",
 			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "shared-key"},
 		}}},
 	}}
+	plainPolicy := &driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "nbo-plain"},
+		Spec: driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true}}
+	w.g.Expect(env.Client.Create(w.ctx, plainPolicy)).To(Succeed())
 	w.g.Expect(env.Client.Create(w.ctx, plain)).To(Succeed())
-	t.Cleanup(func() { _ = env.Client.Delete(w.ctx, plain) })
+	t.Cleanup(func() { _ = env.Client.Delete(w.ctx, plain); _ = env.Client.Delete(w.ctx, plainPolicy) })
 	const victims = "nbo-shared/victim/etcd-20260101.db"
 	_, err = s3As(rootKey()).PutObject(w.ctx, own, victims, strings.NewReader("secret"), 6, minio.PutObjectOptions{})
 	w.g.Expect(err).NotTo(HaveOccurred())
@@ -227,11 +235,11 @@ func TestADeletingStrategyLeavesNoKeyBehind(t *testing.T) {
 	w := newWorld(t, "orphan", "orphan-a")
 	_, err := w.broker.Ensure(w.ctx, w.strategy, "orphan-a")
 	w.g.Expect(err).NotTo(HaveOccurred())
-	alive := w.strategy.DeepCopy()
+	alive := strategypolicy.Strategy{Etcd: w.strategy.Etcd.DeepCopy(), Policy: w.strategy.Policy}
 	w.strategy.Finalizers = []string{credbroker.Finalizer}
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
-	w.g.Expect(env.Client.Delete(w.ctx, w.strategy)).To(Succeed())
-	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKeyFromObject(w.strategy), w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy.Etcd)).To(Succeed())
+	w.g.Expect(env.Client.Delete(w.ctx, w.strategy.Etcd)).To(Succeed())
+	w.g.Expect(env.Client.Get(w.ctx, client.ObjectKeyFromObject(w.strategy.Etcd), w.strategy.Etcd)).To(Succeed())
 	w.g.Expect(w.broker.Remove(w.ctx, w.strategy)).To(Succeed()) // the credbroker controller
 
 	_, err = w.broker.Ensure(w.ctx, w.strategy, "orphan-a") // a BackupJob reconciled a moment later
@@ -242,5 +250,5 @@ func TestADeletingStrategyLeavesNoKeyBehind(t *testing.T) {
 	err = env.Client.Get(w.ctx, client.ObjectKey{Namespace: "orphan-a", Name: credbroker.SecretName("orphan")}, &corev1.Secret{})
 	w.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Secret of a taken-back key is left: %v", err)
 	w.strategy.Finalizers = nil
-	w.g.Expect(env.Client.Update(w.ctx, w.strategy)).To(Succeed())
+	w.g.Expect(env.Client.Update(w.ctx, w.strategy.Etcd)).To(Succeed())
 }

@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // DriverNamespace is where the driver, and the platform credentials its
@@ -58,17 +58,17 @@ func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS string, remove boo
 	if err != nil {
 		return err
 	}
-	var s strategyv1alpha1.Etcd
-	if err := c.Get(cmd.Context(), client.ObjectKey{Name: name}, &s); err != nil {
+	s, err := strategypolicy.Get(cmd.Context(), c, name)
+	if err != nil {
 		return fmt.Errorf("Etcd strategy %s: %w", name, err)
 	}
 	b := &credbroker.Broker{
 		Client: c, Reader: c, Namespace: driverNS, Clock: clock.RealClock{},
-		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(&http.Client{Timeout: 30 * time.Second}),
+		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
+			driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(&http.Client{Timeout: 30 * time.Second}),
 		},
 	}
-	found, err := b.Audit(cmd.Context(), &s, remove)
+	found, err := b.Audit(cmd.Context(), s, remove)
 	if len(found) == 0 && err == nil {
 		fmt.Fprintf(e.streams.Out, "No unsound keys: strategy %s's platform credential has no keys of its own, root has none without a policy of its own, and every tenant key is the broker's and confined to its tenant's prefix.\n", name)
 		return nil

@@ -130,9 +130,9 @@ func (p Policy) CheckURL(endpoint string, allowHTTP bool) error {
 	}
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("%q must start with https:// (or http:// where the strategy allows it)", endpoint)
+		return fmt.Errorf("%q must start with https:// (or http:// where the strategy's StrategyPolicy allows it)", endpoint)
 	case u.Scheme == "http" && !allowHTTP:
-		return fmt.Errorf("%q uses plain http, which sends the S3 credentials' signatures and the snapshot unencrypted; use https, or set spec.allowHTTPEndpoint: true on the Etcd strategy", endpoint)
+		return fmt.Errorf("%q uses plain http, which sends the S3 credentials' signatures and the snapshot unencrypted; use https, or set spec.allowHTTPEndpoint: true in the StrategyPolicy of the Etcd strategy's name", endpoint)
 	case u.Hostname() == "":
 		return fmt.Errorf("%q has no host", endpoint)
 	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":

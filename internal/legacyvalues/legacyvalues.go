@@ -1,7 +1,8 @@
 // Package legacyvalues converts the etcd chart's removed backup.* values
 // (the earlier release's EtcdBackupSchedule settings) into the objects that
-// replace them: an Etcd strategy, a BackupClass binding etcd applications to
-// it, a Plan with the old schedule, and the S3 credentials Secret.
+// replace them: an Etcd strategy with its StrategyPolicy, a BackupClass
+// binding etcd applications to it, a Plan with the old schedule, and the S3
+// credentials Secret.
 //
 // The earlier release's rules still apply to the input: destinationPath,
 // endpointURL, s3AccessKey and s3SecretKey are all required, and
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
 
@@ -47,7 +49,11 @@ type Options struct {
 
 // Objects are the replacements of one release's backup.* values.
 type Objects struct {
-	Strategy    *strategyv1alpha1.Etcd
+	Strategy *strategyv1alpha1.Etcd
+	// Policy is the strategy's StrategyPolicy: Retain, as the earlier
+	// release never deleted a snapshot, and plain http when the earlier
+	// release's endpoint was http (it used it so).
+	Policy      *driverv1alpha1.StrategyPolicy
 	BackupClass *backupsv1alpha1.BackupClass
 	Plan        *backupsv1alpha1.Plan
 	Secret      *corev1.Secret
@@ -202,7 +208,14 @@ func build(b Backup, o Options, bucket, prefix string) *Objects {
 					ForcePathStyle:       &pathStyle,
 					CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: secretName},
 				}}},
-				DeletionPolicy: strategyv1alpha1.DeletionPolicyRetain,
+			},
+		},
+		Policy: &driverv1alpha1.StrategyPolicy{
+			TypeMeta:   metav1.TypeMeta{APIVersion: driverv1alpha1.GroupVersion.String(), Kind: driverv1alpha1.StrategyPolicyKind},
+			ObjectMeta: metav1.ObjectMeta{Name: clusterName, Labels: labels},
+			Spec: driverv1alpha1.StrategyPolicySpec{
+				DeletionPolicy:    driverv1alpha1.DeletionPolicyRetain,
+				AllowHTTPEndpoint: strings.HasPrefix(b.EndpointURL, "http://"),
 			},
 		},
 		BackupClass: &backupsv1alpha1.BackupClass{

@@ -83,7 +83,9 @@ func TestConvertBuildsReplacements(t *testing.T) {
 	g.Expect(s3.Key).To(Equal("tenants/a/"))
 	g.Expect(s3.Endpoint).To(Equal("https://s3.example.com:9000"))
 	g.Expect(s3.CredentialsSecretRef.Name).To(Equal(objs.Secret.Name))
-	g.Expect(string(objs.Strategy.Spec.DeletionPolicy)).To(Equal("Retain"))
+	g.Expect(objs.Policy.Name).To(Equal(objs.Strategy.Name), "a StrategyPolicy applies to the strategy of its name")
+	g.Expect(string(objs.Policy.Spec.DeletionPolicy)).To(Equal("Retain"))
+	g.Expect(objs.Policy.Spec.AllowHTTPEndpoint).To(BeFalse(), "an https endpoint needs no allowance")
 
 	g.Expect(objs.Secret.Namespace).To(Equal("tenant-a"))
 	g.Expect(objs.Secret.StringData).To(Equal(map[string]string{"AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret/EXAMPLE"}))
@@ -111,7 +113,7 @@ func TestYAMLIsApplyOrdered(t *testing.T) {
 	out, err := objs.YAML()
 	g.Expect(err).NotTo(HaveOccurred())
 	docs := strings.Split(string(out), "\n---\n")
-	g.Expect(docs).To(HaveLen(4))
+	g.Expect(docs).To(HaveLen(5))
 	var kinds []string
 	for _, d := range docs {
 		m := map[string]any{}
@@ -120,7 +122,18 @@ func TestYAMLIsApplyOrdered(t *testing.T) {
 		g.Expect(m["metadata"]).NotTo(HaveKey("creationTimestamp"))
 		kinds = append(kinds, m["kind"].(string))
 	}
-	g.Expect(kinds).To(Equal([]string{"Secret", "Etcd", "BackupClass", "Plan"}))
+	g.Expect(kinds).To(Equal([]string{"Secret", "Etcd", "StrategyPolicy", "BackupClass", "Plan"}))
+}
+
+// The earlier release sent snapshots over the plain-http endpoint it was
+// given: the replacement keeps doing so, and says so in its StrategyPolicy.
+func TestAnHTTPEndpointKeepsWorking(t *testing.T) {
+	g := NewWithT(t)
+	b := valid()
+	b.EndpointURL = "http://minio.storage:9000"
+	objs, err := Convert(b, Options{Namespace: "tenant-a"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(objs.Policy.Spec.AllowHTTPEndpoint).To(BeTrue())
 }
 
 func TestParseValues(t *testing.T) {

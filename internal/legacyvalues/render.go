@@ -9,12 +9,12 @@ import (
 )
 
 // YAML renders the objects as one multi-document stream, in the order they
-// can be applied: the Secret and strategy before the class that names the
-// strategy, the class before the Plan that names the class. Server-filled
-// fields (status, creationTimestamp) are left out.
+// can be applied: the Secret, strategy and StrategyPolicy before the class
+// that names the strategy, the class before the Plan that names the class.
+// Server-filled fields (status, creationTimestamp) are left out.
 func (o *Objects) YAML() ([]byte, error) {
 	var out bytes.Buffer
-	for i, obj := range []runtime.Object{o.Secret, o.Strategy, o.BackupClass, o.Plan} {
+	for i, obj := range []runtime.Object{o.Secret, o.Strategy, o.Policy, o.BackupClass, o.Plan} {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
 			return nil, fmt.Errorf("convert %T: %w", obj, err)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cachetrim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
@@ -24,7 +25,9 @@ import (
 // the driver may read (RBAC grants no more) and, of the kinds cached at
 // scale, only the fields it reads (internal/cachetrim): restore claims and
 // captures in the driver's namespace ns, member PVCs (metadata only), the one EtcdCluster
-// and HelmRelease name, staging Jobs, and trimmed history.
+// and HelmRelease name, staging Jobs, and trimmed history. StrategyPolicies
+// (few, cluster-scoped) are cached whole: every reader of the admin's
+// settings asks internal/strategypolicy, which reads them from here.
 func cacheOptions(ns string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cachetrim.Plain,
@@ -70,13 +73,14 @@ func byObject(ns string) map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: own,
 			Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-		&corev1.ConfigMap{}:             {Namespaces: own, Label: restore.ConfigMapSelector()},
-		&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
-		&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
-		&helmv2.HelmRelease{}:           {Field: byName, Transform: cachetrim.HelmRelease},
-		&batchv1.Job{}:                  {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
-		&etcdv1alpha2.EtcdSnapshot{}:    {Label: notHistory(), Transform: cachetrim.Snapshot},
-		&backupsv1alpha1.BackupJob{}:    {Transform: cachetrim.BackupJob},
-		&backupsv1alpha1.Backup{}:       {Transform: cachetrim.Backup},
+		&corev1.ConfigMap{}:              {Namespaces: own, Label: restore.ConfigMapSelector()},
+		&corev1.PersistentVolumeClaim{}:  {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
+		&etcdv1alpha2.EtcdCluster{}:      {Field: byName},
+		&helmv2.HelmRelease{}:            {Field: byName, Transform: cachetrim.HelmRelease},
+		&batchv1.Job{}:                   {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
+		&etcdv1alpha2.EtcdSnapshot{}:     {Label: notHistory(), Transform: cachetrim.Snapshot},
+		&backupsv1alpha1.BackupJob{}:     {Transform: cachetrim.BackupJob},
+		&backupsv1alpha1.Backup{}:        {Transform: cachetrim.Backup},
+		&driverv1alpha1.StrategyPolicy{}: {},
 	}
 }

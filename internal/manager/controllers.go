@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // EventSource is the reporting controller name on the driver's Events.
@@ -45,6 +46,7 @@ var controllers = []struct {
 	{"sharedcreds", setupSharedCredentials},
 	{"credbroker", setupCredentialBroker},
 	{"backupinspection", setupBackupInspection},
+	{"strategypolicy", setupStrategyPolicies},
 }
 
 // ControllerNames are the names --disable-controllers knows, in
@@ -88,7 +90,6 @@ func setupBackupJobs(mgr ctrl.Manager, o Options, d deps) error {
 		// A BackupJob's last check before it snapshots a cluster must see
 		// a claim taken a moment ago: read claims live.
 		Claims:      d.claims.LiveStore(),
-		Schema:      d.schema,
 		Credentials: d.creds,
 		Broker:      d.broker,
 
@@ -241,5 +242,10 @@ func setupSharedCredentials(mgr ctrl.Manager, o Options, d deps) error {
 		Tracker:        d.creds,
 		ResyncInterval: o.SharedCredentialsResync,
 	}
+	return r.SetupWithManager(mgr)
+}
+
+func setupStrategyPolicies(mgr ctrl.Manager, o Options, d deps) error {
+	r := &strategypolicy.Reconciler{Client: o.client(mgr), Recorder: d.events}
 	return r.SetupWithManager(mgr)
 }

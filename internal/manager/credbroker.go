@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
@@ -30,8 +30,8 @@ func newBroker(mgr ctrl.Manager, o Options, policy endpointpolicy.Policy) *credb
 		Namespace: o.Namespace,
 		Clock:     clock.RealClock{},
 		Grace:     grace,
-		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(hc),
+		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
+			driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(hc),
 		},
 	}
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
@@ -24,7 +25,7 @@ func sealed(t *testing.T, keys Keys) *backupsv1alpha1.Backup {
 	t.Helper()
 	fps := true
 	rec := artifact.Record{SnapshotName: "job-abc", SnapshotUID: "uid-1", EtcdVersion: "3.6.11",
-		DeletionPolicy: strategyv1alpha1.DeletionPolicyDelete,
+		DeletionPolicy: driverv1alpha1.DeletionPolicyDelete,
 		Destination: strategyv1alpha1.EtcdS3Template{Bucket: "bkt", Endpoint: "https://s3.example.com", Key: "tenant-a/etcd/",
 			ForcePathStyle: &fps, CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
 	u, err := rec.UnderlyingResources()

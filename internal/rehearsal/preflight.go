@@ -12,12 +12,12 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // refusal is a terminal reason a dry run cannot go on.
@@ -110,15 +110,10 @@ func (r *Reconciler) preflight(ctx context.Context, rj *backupsv1alpha1.RestoreJ
 	}, nil, nil
 }
 
-// strategyAllowsHTTP: a plain-http endpoint is allowed only when the Etcd
-// strategy the Backup names allows it, as for a restore.
+// strategyAllowsHTTP: a plain-http endpoint is allowed only when the
+// StrategyPolicy of the Etcd strategy the Backup names allows it, as for a
+// restore.
 func (r *Reconciler) strategyAllowsHTTP(ctx context.Context, b *backupsv1alpha1.Backup, endpoint string) (bool, error) {
-	if !strings.HasPrefix(strings.ToLower(endpoint), "http://") {
-		return false, nil
-	}
-	var s strategyv1alpha1.Etcd
-	if err := r.Reader.Get(ctx, client.ObjectKey{Name: b.Spec.StrategyRef.Name}, &s); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return s.Spec.AllowHTTPEndpoint, nil
+	p, err := strategypolicy.Of(ctx, r.Reader, b.Spec.StrategyRef.Name)
+	return p.AllowsHTTP(endpoint), err
 }

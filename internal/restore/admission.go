@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategytemplate"
 )
 
@@ -42,12 +43,13 @@ func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) 
 	var rendered []strategyv1alpha1.EtcdS3Template
 	var problems []string
 	for _, b := range bound {
-		dest, err := strategytemplate.RenderFor(&b.strategy, app, b.parameters, r.Policy)
+		dest, err := strategytemplate.RenderFor(b.strategy.Etcd, app, b.parameters,
+			strategytemplate.Options{Policy: r.Policy, AllowHTTP: b.strategy.Policy.AllowHTTPEndpoint})
 		if err != nil {
 			problems = append(problems, err.Error())
 			continue
 		}
-		if credbroker.Brokered(&b.strategy) {
+		if credbroker.Brokered(b.strategy) {
 			// The snapshot named the namespace's brokered key Secret.
 			dest.CredentialsSecretRef.Name = credbroker.SecretName(b.strategy.Name)
 		}
@@ -62,10 +64,11 @@ func (r *Reconciler) admit(ctx context.Context, o *observation) (string, error) 
 	return "", nil
 }
 
-// boundStrategy is an Etcd strategy a BackupClass binds to Etcd
-// applications, with the class entry's parameters.
+// boundStrategy is an Etcd strategy (with its StrategyPolicy) a
+// BackupClass binds to Etcd applications, with the class entry's
+// parameters.
 type boundStrategy struct {
-	strategy   strategyv1alpha1.Etcd
+	strategy   strategypolicy.Strategy
 	parameters map[string]string
 }
 
@@ -82,14 +85,14 @@ func (r *Reconciler) boundStrategies(ctx context.Context) ([]boundStrategy, erro
 			if !bindsEtcd(s) {
 				continue
 			}
-			b := boundStrategy{parameters: s.Parameters}
-			if err := r.Client.Get(ctx, client.ObjectKey{Name: s.StrategyRef.Name}, &b.strategy); err != nil {
+			strategy, err := strategypolicy.Get(ctx, r.Client, s.StrategyRef.Name)
+			if err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
 				return nil, fmt.Errorf("read Etcd strategy %s: %w", s.StrategyRef.Name, err)
 			}
-			out = append(out, b)
+			out = append(out, boundStrategy{strategy: strategy, parameters: s.Parameters})
 		}
 	}
 	return out, nil

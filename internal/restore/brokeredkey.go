@@ -8,15 +8,15 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // CredentialBroker writes a tenant namespace's key of a brokered strategy
 // into its driver-owned Secret when the Secret is missing or incomplete
 // (credbroker.Broker).
 type CredentialBroker interface {
-	Ensure(ctx context.Context, strategy *strategyv1alpha1.Etcd, namespace string) (string, error)
+	Ensure(ctx context.Context, strategy strategypolicy.Strategy, namespace string) (string, error)
 }
 
 // reissueKey writes back the brokered key Secret the Backup's source names
@@ -38,14 +38,15 @@ func (r *Reconciler) reissueKey(ctx context.Context, o *observation) (bool, erro
 		return false, err
 	}
 	for _, b := range bound {
-		s := &b.strategy
+		s := b.strategy
 		dest := s.Spec.Template.Destination.S3
 		if !credbroker.Brokered(s) || dest == nil || credbroker.SecretName(s.Name) != src.SecretName ||
 			dest.Endpoint != src.Endpoint || !credbroker.ScopeOf(s, o.job.Namespace).Within(src.Bucket, src.Key) {
 			continue
 		}
 		if _, err := r.Broker.Ensure(ctx, s, o.job.Namespace); err != nil {
-			if errors.Is(err, credbroker.ErrForeignSecret) || errors.Is(err, credbroker.ErrOverlappingScopes) || errors.Is(err, credbroker.ErrStrategyDeleting) {
+			if errors.Is(err, credbroker.ErrForeignSecret) || errors.Is(err, credbroker.ErrOverlappingScopes) || errors.Is(err, credbroker.ErrStrategyDeleting) ||
+				errors.Is(err, strategypolicy.ErrInvalid) {
 				return false, nil
 			}
 			return false, fmt.Errorf("re-issue the brokered key of Etcd strategy %s: %w", s.Name, err)

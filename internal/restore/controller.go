@@ -41,6 +41,7 @@ import (
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups/finalizers,verbs=update
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=strategy.backups.cozystack.io,resources=etcds,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps.cozystack.io,resources=etcds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=get;list;watch;delete;patch,resourceNames=etcd
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdclusters,verbs=create

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -46,7 +47,8 @@ var testEndpoint string
 // testClaims reads claims as the driver does (test client).
 var testClaims claim.Store
 
-// createStrategy creates the admin's Etcd strategy and BackupClass: every
+// createStrategy creates the admin's Etcd strategy, its StrategyPolicy
+// (plain http allowed: the suite's S3 server) and BackupClass: every
 // namespace's backups go to testBucket under testPrefix, so Backups this
 // driver did not sign are admitted there and only there.
 func createStrategy(c client.Client) {
@@ -54,9 +56,13 @@ func createStrategy(c client.Client) {
 	fps := true
 	group := strategyv1alpha1.GroupVersion.Group
 	for _, obj := range []client.Object{
+		&driverv1alpha1.StrategyPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "default"},
+			Spec:       driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true},
+		},
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: "default"},
-			Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
 				S3: &strategyv1alpha1.EtcdS3Template{Bucket: testBucket, Endpoint: testEndpoint, Key: testPrefix, ForcePathStyle: &fps,
 					CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: testSecret}}}}},
 		},

@@ -379,6 +379,9 @@ func TestFenceIsLiftedByItsRecordWhateverTheLabelsSayNow(t *testing.T) {
 
 // The staging Job uses plain http only where the Backup's Etcd strategy
 // allows it (spec.allowHTTPEndpoint): it used to be allowed always. A
+// The staging Job uses plain http only where the StrategyPolicy of the
+// Backup's Etcd strategy allows it (spec.allowHTTPEndpoint): it used to be
+// allowed always. A
 // Backup at an http endpoint whose strategy does not allow http is refused
 // before anything is touched, and no staging Job is made.
 func TestStagingFollowsTheStrategysHTTPSetting(t *testing.T) {
@@ -405,8 +408,8 @@ func TestStagingFollowsTheStrategysHTTPSetting(t *testing.T) {
 		startOperator(t, ns)
 		httpsOnly := &strategyv1alpha1.Etcd{}
 		g.Expect(k.Get(ctx, client.ObjectKey{Name: "default"}, httpsOnly)).To(Succeed())
+		// A copy under another name has no StrategyPolicy: https only.
 		httpsOnly.ObjectMeta = metav1.ObjectMeta{Name: "https-only-" + ns}
-		httpsOnly.Spec.AllowHTTPEndpoint = false
 		g.Expect(k.Create(ctx, httpsOnly)).To(Succeed())
 		t.Cleanup(func() { _ = k.Delete(context.Background(), httpsOnly) })
 		b := ourBackup(ns, "nightly", "nightly-https-only")

@@ -17,13 +17,14 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
 // clusterName is the EtcdCluster every etcd application renders.
@@ -274,20 +275,15 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 }
 
 // strategyAllowsHTTP reports whether a plain-http endpoint may be used
-// for b: only when the Etcd strategy b names allows it
-// (spec.allowHTTPEndpoint), as when the destination was rendered. The
-// strategy is read (from the cache) only for an http endpoint; one that
-// does not exist allows nothing.
+// for b: only when the StrategyPolicy of the Etcd strategy b names allows
+// it (spec.allowHTTPEndpoint), as when the destination was rendered. The
+// policy is read (from the cache) only for an http endpoint.
 func (r *Reconciler) strategyAllowsHTTP(ctx context.Context, b *backupsv1alpha1.Backup, endpoint string) (bool, error) {
 	if !strings.HasPrefix(strings.ToLower(endpoint), "http://") || !isEtcdStrategy(b) {
 		return false, nil
 	}
-	s := &strategyv1alpha1.Etcd{}
-	found, err := r.get(ctx, client.ObjectKey{Name: b.Spec.StrategyRef.Name}, s)
-	if err != nil || !found {
-		return false, err
-	}
-	return s.Spec.AllowHTTPEndpoint, nil
+	p, err := strategypolicy.Of(ctx, r.Reader, b.Spec.StrategyRef.Name)
+	return p.AllowsHTTP(endpoint), err
 }
 
 // holderGone reports whether the claim's holder is gone (claim.HolderGone,

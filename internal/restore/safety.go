@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
@@ -101,11 +102,11 @@ func safetyAbandoned(o *observation) bool {
 // Backup's object goes with it exactly when the namespace's own Backups'
 // objects do (the safety retention then frees the bucket too). An
 // unverified source gives Retain: nothing unsigned decides a deletion.
-func safetyDeletionPolicy(o *observation) strategyv1alpha1.DeletionPolicy {
-	if o.verdict.Verified && strategyv1alpha1.DeletionPolicy(o.verdict.Facts.DeletionPolicy) == strategyv1alpha1.DeletionPolicyDelete {
-		return strategyv1alpha1.DeletionPolicyDelete
+func safetyDeletionPolicy(o *observation) driverv1alpha1.DeletionPolicy {
+	if o.verdict.Verified && driverv1alpha1.DeletionPolicy(o.verdict.Facts.DeletionPolicy) == driverv1alpha1.DeletionPolicyDelete {
+		return driverv1alpha1.DeletionPolicyDelete
 	}
-	return strategyv1alpha1.DeletionPolicyRetain
+	return driverv1alpha1.DeletionPolicyRetain
 }
 
 // safetyMessage is the one message of the safety snapshot's steps (take,

@@ -7,7 +7,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
@@ -16,7 +16,7 @@ import (
 // taken to protect: with Delete its object goes with it (so the safety
 // retention frees the bucket), with Retain (or unsigned) it stays.
 func TestSafetyBackupFollowsTheSignedDeletionPolicy(t *testing.T) {
-	for _, policy := range []strategyv1alpha1.DeletionPolicy{strategyv1alpha1.DeletionPolicyDelete, strategyv1alpha1.DeletionPolicyRetain} {
+	for _, policy := range []driverv1alpha1.DeletionPolicy{driverv1alpha1.DeletionPolicyDelete, driverv1alpha1.DeletionPolicyRetain} {
 		t.Run(string(policy), func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
@@ -33,7 +34,7 @@ func TestMain(m *testing.M) {
 // and Retain policy, signed with the driver's key.
 func safetyBackup(g Gomega, keys provenance.Keys, ns, restore string, uid types.UID, takenAt time.Time) *backupsv1alpha1.Backup {
 	name := fmt.Sprintf("%s-safety-%08x", restore, takenAt.Unix()&0xffffffff)
-	rec := artifact.Record{SnapshotName: name, SnapshotUID: "snap-" + name, DeletionPolicy: strategyv1alpha1.DeletionPolicyRetain,
+	rec := artifact.Record{SnapshotName: name, SnapshotUID: "snap-" + name, DeletionPolicy: driverv1alpha1.DeletionPolicyRetain,
 		Destination: strategyv1alpha1.EtcdS3Template{Bucket: "bkt", Endpoint: "https://s3.example.com", Key: ns + "/etcd/",
 			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "creds"}}}
 	u, err := rec.UnderlyingResources()

@@ -98,8 +98,9 @@ const (
 	S3Embedded S3Server = "embedded"
 	// S3MinIO is a real MinIO server (bin/minio, `make tools`) with
 	// Options.S3 as its root credential: it enforces policies, so a
-	// strategy can broker per-tenant keys (spec.credentialBroker, provider
-	// MinIO) with that credential as the platform's admin key.
+	// strategy can broker per-tenant keys (its StrategyPolicy's
+	// spec.credentialBroker, provider MinIO) with that credential as the
+	// platform's admin key.
 	S3MinIO S3Server = "minio"
 )
 

@@ -1,6 +1,6 @@
 // Package scheme builds the runtime scheme that holds every kind the driver
 // reads or writes: core Kubernetes, the backups and strategy APIs, the
-// etcd-operator and apps mirrors, and Flux HelmReleases.
+// driver's own API, the etcd-operator and apps mirrors, and Flux HelmReleases.
 package scheme
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	kamajiv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/kamaji/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
@@ -23,6 +24,7 @@ func New() *runtime.Scheme {
 		clientgoscheme.AddToScheme,
 		backupsv1alpha1.AddToScheme,
 		strategyv1alpha1.AddToScheme,
+		driverv1alpha1.AddToScheme,
 		etcdv1alpha2.AddToScheme,
 		appsv1alpha1.AddToScheme,
 		helmv2.AddToScheme,

@@ -1,9 +1,11 @@
 // Package servedschema tells which of the driver's optional API fields the
 // installed CRDs serve, and whether the optional kinds it works with
 // (Kamaji's) are installed at all. The driver's CRDs are a superset of
-// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io and
-// strategy.backups.cozystack.io CRDs, fields such as a strategy's
-// deletionPolicy are pruned on write, so the driver never sees them. Controllers ask here, and say so (a condition, an Event) instead of
+// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io
+// CRDs, fields such as a Backup's status.manifest are pruned on write, so
+// the driver never sees them. (The Etcd strategy and the Plan are
+// Cozystack's own CRDs everywhere: the driver's settings for them live in
+// its StrategyPolicy and in Plan annotations.) Controllers ask here, and say so (a condition, an Event) instead of
 // silently behaving as if the setting had not been made.
 package servedschema
 
@@ -23,7 +25,6 @@ import (
 
 // CRDs the driver checks, and the optional fields of each it relies on.
 const (
-	StrategyCRD   = "etcds.strategy.backups.cozystack.io"
 	RestoreJobCRD = "restorejobs.backups.cozystack.io"
 	BackupCRD     = "backups.backups.cozystack.io"
 )
@@ -39,14 +40,13 @@ const (
 // Optional lists, per CRD, the driver's own fields (dotted paths in the
 // schema) that Cozystack's CRDs lack.
 var Optional = map[string][]string{
-	StrategyCRD: {"spec.deletionPolicy", "spec.allowHTTPEndpoint"},
-	BackupCRD:   {"status.manifest", "status.lastRehearsal"},
+	BackupCRD: {"status.manifest", "status.lastRehearsal"},
 }
 
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=etcds.strategy.backups.cozystack.io;restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 

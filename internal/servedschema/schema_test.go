@@ -31,8 +31,8 @@ func load(t *testing.T, path string) map[string]any {
 // driver adds.
 func TestOptionalFieldsOfTheShippedCRDs(t *testing.T) {
 	root := filepath.Join("..", "..", "config", "crd")
-	for _, crd := range []string{StrategyCRD} {
-		file := map[string]string{StrategyCRD: "strategy.backups.cozystack.io_etcds.yaml"}[crd]
+	for _, crd := range []string{BackupCRD} {
+		file := map[string]string{BackupCRD: "backups.cozystack.io_backups.yaml"}[crd]
 		ours, theirs := load(t, filepath.Join(root, "bases", file)), load(t, filepath.Join(root, "upstream", "cozystack", file))
 		for _, f := range Optional[crd] {
 			if !serves(ours, f) {

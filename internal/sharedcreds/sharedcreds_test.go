@@ -26,6 +26,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/ebdctl"
@@ -55,9 +56,13 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{t: t, g: NewWithT(t), ctx: context.Background(), strategy: "s3-" + rand.String(6)}
 	group := strategyv1alpha1.GroupVersion.Group
 	f.create(
+		&driverv1alpha1.StrategyPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: f.strategy},
+			Spec:       driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true},
+		},
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: f.strategy},
-			Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{
+			Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{
 				Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 					Bucket: "etcd-backups", Endpoint: "http://127.0.0.1:9000",
 					Key:                  "{{ .Application.metadata.namespace }}/etcd/",

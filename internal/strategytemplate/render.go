@@ -16,7 +16,6 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 )
 
 // Context is what a template sees.
@@ -102,14 +101,15 @@ var ErrInvalid = errors.New("invalid destination")
 
 // RenderFor renders strategy's destination for application (an object the
 // API server stored, typed or not) with the class parameters, and validates
-// it. Errors wrap ErrInvalid when the template rendered but its result is
-// not a usable destination.
-func RenderFor(strategy *strategyv1alpha1.Etcd, application map[string]any, params map[string]string, policy endpointpolicy.Policy) (strategyv1alpha1.EtcdS3Template, error) {
+// it with o (the endpoint policy, and the plain-http allowance of the
+// strategy's StrategyPolicy). Errors wrap ErrInvalid when the template
+// rendered but its result is not a usable destination.
+func RenderFor(strategy *strategyv1alpha1.Etcd, application map[string]any, params map[string]string, o Options) (strategyv1alpha1.EtcdS3Template, error) {
 	dest, err := Render(strategy.Spec.Template, Context{Application: application, Parameters: params})
 	if err != nil {
 		return dest, fmt.Errorf("Etcd strategy %q did not render: %w", strategy.Name, err)
 	}
-	if err := Validate(dest, Options{Policy: policy, AllowHTTP: strategy.Spec.AllowHTTPEndpoint}); err != nil {
+	if err := Validate(dest, o); err != nil {
 		return dest, fmt.Errorf("%w: Etcd strategy %q rendered an invalid destination: %w", ErrInvalid, strategy.Name, err)
 	}
 	return dest, nil

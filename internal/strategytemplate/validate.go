@@ -25,7 +25,8 @@ const (
 type Options struct {
 	// Policy decides which endpoints may be named.
 	Policy endpointpolicy.Policy
-	// AllowHTTP is the strategy's opt-in to a plain-http endpoint.
+	// AllowHTTP is the opt-in to a plain-http endpoint (the allowHTTPEndpoint
+	// of the strategy's StrategyPolicy).
 	AllowHTTP bool
 }
 

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
@@ -181,10 +182,11 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	create(&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "brokered"}, Spec: strategyv1alpha1.EtcdSpec{
 		Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 			Bucket: "etcd-backups", Endpoint: s3.Endpoint, Key: "{{ .Application.metadata.namespace }}/",
-			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "unused"}}}},
+			CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "unused"}}}}}})
+	create(&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "brokered"}, Spec: driverv1alpha1.StrategyPolicySpec{
 		AllowHTTPEndpoint: true,
-		CredentialBroker: &strategyv1alpha1.EtcdCredentialBroker{Provider: strategyv1alpha1.CredentialBrokerMinIO,
-			AdminSecretRef: strategyv1alpha1.SecretReference{Name: "platform-s3"}}}})
+		CredentialBroker: &driverv1alpha1.CredentialBroker{Provider: driverv1alpha1.CredentialBrokerMinIO,
+			AdminSecretRef: driverv1alpha1.SecretReference{Name: "platform-s3"}}}})
 
 	url := "http://" + o.MetricsAddr + "/metrics"
 	g.Eventually(func() (float64, error) {

@@ -44,11 +44,6 @@ func TestEtcdStrategyRequiresS3(t *testing.T) {
 		}},
 	}
 	g.Expect(k8s.Create(ctx, ok)).To(Succeed())
-	g.Expect(ok.Spec.DeletionPolicy).To(Equal(strategyv1alpha1.DeletionPolicyRetain), "deletionPolicy defaults to Retain")
-
-	ok.Spec.DeletionPolicy = "Sometimes"
-	err = k8s.Update(ctx, ok)
-	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an unknown deletionPolicy is rejected, got %v", err)
 }
 
 func TestBackupJobClassNameIsImmutable(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -94,7 +95,7 @@ func TestDriverWritesPassStrictValidation(t *testing.T) {
 	// backupjob.newBackup and restore.recordSafetyBackup, with the exported
 	// artifact.Record builders).
 	snap.Status.Artifact = &etcdv1alpha2.SnapshotArtifact{URI: "s3://etcd-backups/" + ns + "/etcd/" + snap.Name + ".db", SizeBytes: 4096, Checksum: "sha256:" + sha(64)}
-	rec := artifact.FromSnapshot(snap, map[string]string{"bucket": "etcd-backups"}, strategyv1alpha1.DeletionPolicyRetain)
+	rec := artifact.FromSnapshot(snap, map[string]string{"bucket": "etcd-backups"}, driverv1alpha1.DeletionPolicyRetain)
 	rec.EtcdVersion = "3.6.11"
 	group := strategyv1alpha1.GroupVersion.Group
 	backup, err := artifact.NewBackup(artifact.BackupMeta{

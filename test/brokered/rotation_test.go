@@ -13,11 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
@@ -50,12 +51,12 @@ func TestRotationDuringSnapshot(t *testing.T) {
 	before := secretKeyID(tn)
 
 	// A rotation interval later, the sweep replaces the key.
-	var s strategyv1alpha1.Etcd
-	tn.G.Expect(env.Client.Get(tn.Ctx, client.ObjectKey{Name: strategy}, &s)).To(Succeed())
+	s, err := strategypolicy.Get(tn.Ctx, env.Client, strategy)
+	tn.G.Expect(err).NotTo(HaveOccurred())
 	rotator := &credbroker.Broker{Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace,
 		Clock: clocktesting.NewFakePassiveClock(time.Now().Add(credbroker.DefaultRotationInterval + time.Hour)), Grace: time.Hour,
-		Providers: map[strategyv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{strategyv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil)}}
-	_, err := rotator.Sweep(tn.Ctx, &s)
+		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil)}}
+	_, err = rotator.Sweep(tn.Ctx, s)
 	tn.G.Expect(err).NotTo(HaveOccurred())
 	tn.G.Expect(secretKeyID(tn)).NotTo(Equal(before), "the key did not rotate")
 

@@ -13,6 +13,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 )
@@ -32,9 +33,13 @@ func completeBackup(g *WithT, ctx context.Context) *backupsv1alpha1.Backup {
 		StringData: map[string]string{"AWS_ACCESS_KEY_ID": s3Creds.AccessKeyID, "AWS_SECRET_ACCESS_KEY": s3Creds.SecretAccessKey},
 	})).To(Succeed())
 	fps := true
+	g.Expect(c.Create(ctx, &driverv1alpha1.StrategyPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-strategy"},
+		Spec:       driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true},
+	})).To(Succeed())
 	g.Expect(c.Create(ctx, &strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: "rbac-strategy"},
-		Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+		Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
 			S3: &strategyv1alpha1.EtcdS3Template{
 				Bucket: "etcd-backups", Endpoint: s3srv.URL, ForcePathStyle: &fps,
 				Key:                  "{{ .Application.metadata.namespace }}/",

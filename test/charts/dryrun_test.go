@@ -106,7 +106,7 @@ func TestLegacyMigrationOutputIsAccepted(t *testing.T) {
 	}, legacyvalues.Options{Namespace: ns})
 	g.Expect(err).NotTo(HaveOccurred())
 	var objs []*unstructured.Unstructured
-	for _, o := range []runtime.Object{converted.Secret, converted.Strategy, converted.BackupClass, converted.Plan} {
+	for _, o := range []runtime.Object{converted.Secret, converted.Strategy, converted.Policy, converted.BackupClass, converted.Plan} {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		g.Expect(err).NotTo(HaveOccurred())
 		delete(m, "status")

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
@@ -23,16 +25,13 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
-// Backup and in-place restore work on Cozystack's schema. The strategy's
-// deletionPolicy is pruned, so the Backup is recorded Retain and the job
-// says so.
+// Backup and in-place restore work on Cozystack's schema. The deletion
+// policy is the StrategyPolicy's (Cozystack's strategy kind has none), so
+// the Backup is recorded Delete as the platform's policy says.
 func TestBackupAndRestoreOnCozystackCRDs(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
 	b := tn.Backup("nightly", "")
-	tn.G.Expect(artifact.RecordedOf(b).DeletionPolicy).To(Equal(strategyv1alpha1.DeletionPolicyRetain))
-	job := &backupsv1alpha1.BackupJob{}
-	tn.G.Expect(env.Client.Get(tn.Ctx, client.ObjectKey{Namespace: tn.NS, Name: "nightly"}, job)).To(Succeed())
-	tn.G.Expect(job.Status.Message).To(ContainSubstring("does not serve spec.deletionPolicy"))
+	tn.G.Expect(artifact.RecordedOf(b).DeletionPolicy).To(Equal(driverv1alpha1.DeletionPolicyDelete))
 	// Cozystack's Backup CRD prunes status.manifest: the driver says so
 	// instead of inspecting (it could never keep what it found).
 	tn.G.Eventually(func() string {
@@ -119,16 +118,19 @@ func cozystackRun(tn *platform.Tenant, plan *backupsv1alpha1.Plan, t time.Time) 
 	return b
 }
 
-// A strategy with a plain-http endpoint cannot opt into http on this
-// schema: the job fails saying exactly that, and nothing is created.
-func TestHTTPEndpointNeedsAFieldCozystackLacks(t *testing.T) {
+// On Cozystack's strategy kind plain http is the StrategyPolicy's to
+// allow: a strategy without one is https only, and its job fails saying
+// where to allow http, with nothing created; once its StrategyPolicy
+// allows http, a job gets its snapshot at the http endpoint.
+func TestHTTPEndpointIsTheStrategyPolicysToAllow(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
 	fps := true
 	group := strategyv1alpha1.GroupVersion.Group
+	endpoint := "http://" + strings.TrimPrefix(s3srv.URL, "https://")
 	tn.Create(&strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
-		Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
-			S3: &strategyv1alpha1.EtcdS3Template{Bucket: platform.Bucket, Endpoint: "http://" + strings.TrimPrefix(s3srv.URL, "https://"), ForcePathStyle: &fps,
+		Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			S3: &strategyv1alpha1.EtcdS3Template{Bucket: platform.Bucket, Endpoint: endpoint, ForcePathStyle: &fps,
 				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: platform.CredsSecret}}}}},
 	}, &backupsv1alpha1.BackupClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
@@ -144,7 +146,21 @@ func TestHTTPEndpointNeedsAFieldCozystackLacks(t *testing.T) {
 	tn.G.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(tn.Ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
 		g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseFailed))
-		g.Expect(job.Status.Message).To(ContainSubstring("does not serve spec.allowHTTPEndpoint"))
+		g.Expect(job.Status.Message).To(ContainSubstring("set spec.allowHTTPEndpoint: true in the StrategyPolicy"))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	var snaps etcdv1alpha2.EtcdSnapshotList
+	tn.G.Expect(env.Client.List(tn.Ctx, &snaps, client.InNamespace(tn.NS))).To(Succeed())
+	tn.G.Expect(snaps.Items).To(BeEmpty())
+
+	tn.Create(&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
+		Spec: driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true}})
+	allowed := &backupsv1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "http-allowed"},
+		Spec: backupsv1alpha1.BackupJobSpec{ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			BackupClassName: "plain-http-" + tn.NS}}
+	tn.Create(allowed)
+	tn.G.Eventually(func(g Gomega) {
+		g.Expect(env.Client.List(tn.Ctx, &snaps, client.InNamespace(tn.NS))).To(Succeed())
+		g.Expect(snaps.Items).To(ContainElement(HaveField("Spec.Destination.S3.Endpoint", endpoint)))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 }
 

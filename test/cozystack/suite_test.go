@@ -1,13 +1,13 @@
 // Package cozystack runs the driver on the schema a Cozystack cluster
 // serves: Cozystack's own backups.cozystack.io and
 // strategy.backups.cozystack.io CRDs, which lack the driver's optional
-// fields (a strategy's deletionPolicy and allowHTTPEndpoint, a RestoreJob's
-// immutable spec), with the driver's own Plan scheduler off as on a
-// Cozystack platform (Cozystack's Plan controller schedules; the tests
-// play its part). The driver must work, and say so wherever a setting
-// cannot be honoured.
-// The S3 server speaks https (http needs the strategy's opt-in, which this
-// schema cannot store), with a CA the driver is given by --s3-ca-file.
+// fields (a RestoreJob's immutable spec), beside the driver's own group
+// (the StrategyPolicy holds the platform admin's settings for a strategy),
+// with the driver's own Plan scheduler off as on a Cozystack platform
+// (Cozystack's Plan controller schedules; the tests play its part). The
+// driver must work, and say so wherever a setting cannot be honoured. The
+// S3 server speaks https (http needs the StrategyPolicy's opt-in), with a
+// CA the driver is given by --s3-ca-file.
 package cozystack
 
 import (

@@ -38,11 +38,12 @@ func read(t *testing.T, rel string) string {
 // K-v (a heading "K `V`" or an <a id> in a table). A new file with reasons
 // must be added here, so no reason goes undocumented by being elsewhere.
 var reasonKinds = map[string]string{
-	"backups/v1alpha1/restore_conditions.go":   "restorejob",
-	"backups/v1alpha1/backupjob_conditions.go": "backupjob",
-	"backups/v1alpha1/backup_conditions.go":    "backup",
-	"backups/v1alpha1/plan_conditions.go":      "plan",
-	"strategy/v1alpha1/etcd_conditions.go":     "etcd-strategy",
+	"backups/v1alpha1/restore_conditions.go":       "restorejob",
+	"backups/v1alpha1/backupjob_conditions.go":     "backupjob",
+	"backups/v1alpha1/backup_conditions.go":        "backup",
+	"backups/v1alpha1/plan_conditions.go":          "plan",
+	"strategy/v1alpha1/etcd_conditions.go":         "etcd-strategy",
+	"driver/v1alpha1/strategypolicy_conditions.go": "strategypolicy",
 }
 
 // peerAPIs are the folders of api/ that copy another project's types
@@ -60,6 +61,7 @@ var successes = map[string]bool{
 	"JobCreated":          true, // Plan Scheduled=True
 	"PolicyValid":         true, // Plan PolicyValid=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False
+	"Accepted":            true, // StrategyPolicy Valid=True
 }
 
 // reasonName matches the name of a reason constant: BackupReasonX,

@@ -18,6 +18,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
@@ -46,9 +47,13 @@ func newTenant(t testing.TB, withSecret bool) *tenant {
 	fps := true
 	objs := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.ns}},
+		&driverv1alpha1.StrategyPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: tn.class},
+			Spec:       driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true},
+		},
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: tn.class},
-			Spec: strategyv1alpha1.EtcdSpec{AllowHTTPEndpoint: true, Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
+			Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{
 				S3: &strategyv1alpha1.EtcdS3Template{
 					Bucket:               sandbox.DefaultBucket,
 					Endpoint:             sb.S3.URL,

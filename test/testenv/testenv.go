@@ -1,8 +1,9 @@
 // Package testenv starts a real kube-apiserver and etcd (built from source
 // into bin/ by `make envtest-bins`) with the CRDs a real cluster would serve
-// installed: this project's own (config/crd/bases), the etcd-operator's and
-// Flux's exactly as those projects publish them (config/crd/upstream), and
-// two small test CRDs for kinds nobody publishes (config/crd/external). On
+// installed: this project's own (config/crd/bases), Cozystack's Etcd
+// strategy, the etcd-operator's, Flux's and Kamaji's exactly as those
+// projects publish them (config/crd/upstream), and a small test CRD for a
+// kind nobody publishes (config/crd/external). On
 // request it also runs the real kube-controller-manager (garbage collector,
 // Job controller, PVC protection) for tests that depend on ownership and Job
 // semantics; see Options.ControllerManager.
@@ -45,9 +46,10 @@ type Options struct {
 	// ExtraCRDPaths are installed with the default CRDs (CRDPaths); files
 	// and folders are both accepted.
 	ExtraCRDPaths []string
-	// Cozystack installs Cozystack's own backups.cozystack.io and
-	// strategy.backups.cozystack.io CRDs (CozystackCRDPath) instead of the
-	// driver's, to run the driver on the schema a Cozystack cluster serves.
+	// Cozystack installs Cozystack's own backups.cozystack.io CRDs
+	// (CozystackCRDPath) instead of the driver's, to run the driver on the
+	// schema a Cozystack cluster serves. (Cozystack's Etcd strategy CRD
+	// and the driver's own group are installed either way.)
 	Cozystack bool
 	// ControllerManager runs bin/kube-controller-manager with
 	// DefaultControllers once the CRDs are installed, so that owner
@@ -86,14 +88,24 @@ func CRDPaths() []string {
 
 // CozystackCRDs are the files of CozystackCRDPath every Env installs (the
 // Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
-var CozystackCRDs = []string{"backups.cozystack.io_plans.yaml"}
+var CozystackCRDs = []string{"backups.cozystack.io_plans.yaml", "strategy.backups.cozystack.io_etcds.yaml"}
 
 // CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and
-// strategy.backups.cozystack.io CRDs, as Cozystack installs them. No suite
-// installs it by default (config/crd/bases serves those groups); a suite
-// that runs the driver on Cozystack's schema starts with these instead.
+// strategy.backups.cozystack.io CRDs, as Cozystack installs them. Every
+// suite installs those of CozystackCRDs; a suite that runs the driver on
+// Cozystack's whole schema starts with the whole folder (Options.Cozystack).
 func CozystackCRDPath() string {
 	return filepath.Join(RepoRoot(), "config", "crd", "upstream", "cozystack")
+}
+
+// driverCRDPaths are the CRD files of the driver's own API group
+// (etcd-backup-driver.cozystack.io) in config/crd/bases.
+func driverCRDPaths() ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "crd", "bases", "etcd-backup-driver.cozystack.io_*.yaml"))
+	if err == nil && len(files) == 0 {
+		err = errors.New("testenv: config/crd/bases holds no CRD of the driver's own group; run `make manifests`")
+	}
+	return files, err
 }
 
 // binDir is where `make envtest-bins` puts the binaries.
@@ -125,7 +137,13 @@ func StartWith(o Options) (*Env, error) {
 	}
 	paths := CRDPaths()
 	if o.Cozystack {
-		paths[0] = CozystackCRDPath()
+		// Cozystack's whole folder and the driver's own group in place of
+		// config/crd/bases and the files of CozystackCRDs.
+		own, err := driverCRDPaths()
+		if err != nil {
+			return nil, err
+		}
+		paths = append(append([]string{CozystackCRDPath()}, own...), paths[1+len(CozystackCRDs):]...)
 	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     append(paths, o.ExtraCRDPaths...),

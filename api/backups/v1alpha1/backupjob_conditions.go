@@ -39,6 +39,10 @@ const (
 	BackupReasonTemplateError = "TemplateError"
 	// BackupReasonInvalidDestination: the rendered destination is invalid.
 	BackupReasonInvalidDestination = "InvalidDestination"
+	// BackupReasonInvalidStrategyPolicy: the strategy's StrategyPolicy
+	// (etcd-backup-driver.cozystack.io) does not go with the strategy;
+	// the message names it and what to change.
+	BackupReasonInvalidStrategyPolicy = "InvalidStrategyPolicy"
 	// BackupReasonDeadlineExceeded: a wait outlasted the backup deadline.
 	BackupReasonDeadlineExceeded = "DeadlineExceeded"
 	// BackupReasonSnapshotFailed: the etcd-operator reported the snapshot Failed.

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Admin, once per platform: the Etcd strategy says where snapshots go. Every
-# string under spec.template is a Go template rendered per BackupJob with
-# .Application (the apps.cozystack.io/Etcd object) and .Parameters.
+# Admin, once per platform: the Etcd strategy says where snapshots go, and
+# its StrategyPolicy (same name; the driver's own kind, as Cozystack's
+# strategy serves nothing more than the destination) says how: deletion
+# policy, plain http, brokered keys. Every string under the strategy's
+# spec.template is a Go template rendered per BackupJob with .Application
+# (the apps.cozystack.io/Etcd object) and .Parameters.
 #
 # With S3_CREDENTIAL_BROKER set (brokered keys, docs/security.md) the
 # platform's admin key goes into a Secret in the driver's namespace, never a
-# tenant's, and the strategy's credentialBroker names it: the driver issues
-# each tenant namespace its own key, limited to that namespace's prefix.
+# tenant's, and the StrategyPolicy's credentialBroker names it: the driver
+# issues each tenant namespace its own key, limited to that namespace's
+# prefix.
 source "$(dirname "$0")/00-helpers.sh"
 : "${S3_ENDPOINT:?set S3_ENDPOINT (the sandbox exports it)}"
-# The driver refuses plain-http endpoints unless the strategy opts in; the
-# sandbox's S3 server speaks http on loopback, a real platform https.
+# The driver refuses plain-http endpoints unless the StrategyPolicy opts in;
+# the sandbox's S3 server speaks http on loopback, a real platform https.
 ALLOW_HTTP=false
 [[ $S3_ENDPOINT == http://* ]] && ALLOW_HTTP=true
 
@@ -28,16 +32,26 @@ if brokered; then
   BROKER="credentialBroker: {provider: $S3_CREDENTIAL_BROKER, adminSecretRef: {name: $ADMIN_SECRET}}"
 fi
 
-step "admin: Etcd strategy $CLASS -> s3://$S3_BUCKET/<namespace>/<app>/ at $S3_ENDPOINT${BROKER:+ (brokered keys)}"
+# The policy before the strategy: a strategy without one is https only.
+step "admin: StrategyPolicy $CLASS: Retain, http $ALLOW_HTTP${BROKER:+, brokered keys}"
 kubectl apply -f - <<YAML
-apiVersion: strategy.backups.cozystack.io/v1alpha1
-kind: Etcd
+apiVersion: etcd-backup-driver.cozystack.io/v1alpha1
+kind: StrategyPolicy
 metadata:
   name: $CLASS
 spec:
   deletionPolicy: Retain
   allowHTTPEndpoint: $ALLOW_HTTP
   $BROKER
+YAML
+
+step "admin: Etcd strategy $CLASS -> s3://$S3_BUCKET/<namespace>/<app>/ at $S3_ENDPOINT"
+kubectl apply -f - <<YAML
+apiVersion: strategy.backups.cozystack.io/v1alpha1
+kind: Etcd
+metadata:
+  name: $CLASS
+spec:
   template:
     destination:
       s3:

@@ -17,6 +17,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
@@ -57,8 +58,9 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	fps := true
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "image"},
+			Spec: driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true}},
 		&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "image"}, Spec: strategyv1alpha1.EtcdSpec{
-			AllowHTTPEndpoint: true,
 			Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 				Bucket: sandbox.DefaultBucket, Endpoint: sb.S3URL, ForcePathStyle: &fps,
 				Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",

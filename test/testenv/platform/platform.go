@@ -25,6 +25,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
@@ -43,10 +44,10 @@ const (
 )
 
 // Platform is one API server with the driver's admin objects: an Etcd
-// strategy that sends every tenant's snapshots to Bucket under
-// <namespace>/<app>/ at S3URL, with deletion policy Delete, and the
-// BackupClass binding it. A Cozystack schema prunes the fields its CRD
-// does not serve.
+// strategy (StrategyName) that sends every tenant's snapshots to Bucket
+// under <namespace>/<app>/ at S3URL, its StrategyPolicy (deletion policy
+// Delete, plain http allowed, and the broker when set), and the BackupClass
+// binding it.
 type Platform struct {
 	// Client is an admin client.
 	Client client.Client
@@ -58,12 +59,15 @@ type Platform struct {
 	// Broker, when set, makes the strategy broker per-tenant keys with
 	// Creds as the platform credential (kept in the driver's namespace as
 	// AdminSecret); tenants then get no copy of Creds. See NewBrokered.
-	Broker *strategyv1alpha1.EtcdCredentialBroker
+	Broker *driverv1alpha1.CredentialBroker
 }
 
 // AdminSecret holds the platform credential of a brokered Platform in the
 // driver's namespace.
 const AdminSecret = "platform-s3-admin"
+
+// StrategyName names the platform's Etcd strategy and its StrategyPolicy.
+const StrategyName = "cozy-default-etcd"
 
 // Create makes the strategy and the class.
 func (p *Platform) Create(ctx context.Context) error {
@@ -78,20 +82,24 @@ func (p *Platform) Create(ctx context.Context) error {
 	}
 	for _, o := range []client.Object{
 		&strategyv1alpha1.Etcd{
-			ObjectMeta: metav1.ObjectMeta{Name: "cozy-default-etcd"},
-			Spec: strategyv1alpha1.EtcdSpec{DeletionPolicy: strategyv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: true,
+			ObjectMeta: metav1.ObjectMeta{Name: StrategyName},
+			Spec: strategyv1alpha1.EtcdSpec{
 				Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 					Bucket: Bucket, Endpoint: p.S3URL, ForcePathStyle: &fps,
 					Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
 					CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: CredsSecret},
 				}}},
-				CredentialBroker: p.Broker,
 			},
+		},
+		&driverv1alpha1.StrategyPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: StrategyName},
+			Spec: driverv1alpha1.StrategyPolicySpec{DeletionPolicy: driverv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: true,
+				CredentialBroker: p.Broker.DeepCopy()},
 		},
 		&backupsv1alpha1.BackupClass{
 			ObjectMeta: metav1.ObjectMeta{Name: ClassName},
 			Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
-				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: "Etcd", Name: "cozy-default-etcd"},
+				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &group, Kind: "Etcd", Name: StrategyName},
 				Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
 			}}},
 		},
@@ -334,8 +342,8 @@ func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
 		return nil, err
 	}
 	creds := s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
-	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, Broker: &strategyv1alpha1.EtcdCredentialBroker{
-		Provider: strategyv1alpha1.CredentialBrokerMinIO, AdminSecretRef: strategyv1alpha1.SecretReference{Name: AdminSecret},
+	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, Broker: &driverv1alpha1.CredentialBroker{
+		Provider: driverv1alpha1.CredentialBrokerMinIO, AdminSecretRef: driverv1alpha1.SecretReference{Name: AdminSecret},
 	}}, nil
 }
 
