@@ -61,12 +61,9 @@ type Reconciler struct {
 	// recorded for this Plan) and sign the Plan's record and the drills'
 	// names.
 	Keys provenance.Keys
-	// Bounds returns the platform admin's retention bounds for the Plans
-	// of an Etcd strategy (its StrategyPolicy's spec.retention); nil
-	// means none.
-	Bounds func(ctx context.Context, strategy string) (planpolicy.Bounds, error)
 }
 
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=plans/status,verbs=get;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backupclasses,verbs=get;list;watch

@@ -10,7 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -19,16 +21,12 @@ import (
 // condition what applies: a Warning Event goes with each change of a
 // condition that is not True.
 func (r *Reconciler) readPolicy(ctx context.Context, w *work, strategy string) error {
-	var bounds planpolicy.Bounds
-	if r.Bounds != nil {
-		b, err := r.Bounds(ctx, strategy)
-		if err != nil {
-			return fmt.Errorf("read the retention bounds of strategy %s: %w", strategy, err)
-		}
-		bounds = b
+	sp, err := strategypolicy.Of(ctx, r.Client, strategy)
+	if err != nil {
+		return fmt.Errorf("read the retention bounds of strategy %s: %w", strategy, err)
 	}
 	plan := w.plan
-	w.policy = planpolicy.ParsePlan(plan, bounds)
+	w.policy = planpolicy.ParsePlan(plan, boundsOf(sp.Retention))
 	var held []string
 	for _, c := range w.conflicts {
 		w.policy.Hold(c.Annotation)
@@ -53,4 +51,24 @@ func (r *Reconciler) readPolicy(ctx context.Context, w *work, strategy string) e
 		}
 	}
 	return nil
+}
+
+// boundsOf reads the platform admin's retention defaults and bounds (a
+// StrategyPolicy's spec.retention) as planpolicy takes them: unset is 0,
+// no default and no bound.
+func boundsOf(ret driverv1alpha1.Retention) planpolicy.Bounds {
+	var b planpolicy.Bounds
+	if ret.DefaultKeepLast != nil {
+		b.DefaultKeepLast = *ret.DefaultKeepLast
+	}
+	if ret.DefaultMaxAge != nil {
+		b.DefaultMaxAge = ret.DefaultMaxAge.Duration
+	}
+	if ret.MaxKeepLast != nil {
+		b.MaxKeepLast = *ret.MaxKeepLast
+	}
+	if ret.MaxMaxAge != nil {
+		b.MaxMaxAge = ret.MaxMaxAge.Duration
+	}
+	return b
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
@@ -29,25 +30,21 @@ func TestRetentionWithinThePlatformsBounds(t *testing.T) {
 		}
 	}
 	h := newHarness(now)
-	var asked []string
-	h.r.Bounds = func(_ context.Context, strategy string) (planpolicy.Bounds, error) {
-		asked = append(asked, strategy)
-		return planpolicy.Bounds{DefaultKeepLast: 3, MaxKeepLast: 2}, nil
-	}
+	// The StrategyPolicy of the Plans' Etcd strategy ("s3"): the
+	// admin's bounds.
+	policy(t, g, driverv1alpha1.Retention{DefaultKeepLast: ptr.To[int32](2), MaxKeepLast: ptr.To[int32](3)})
 	for _, p := range []*backupsv1alpha1.Plan{greedy, quiet} {
 		_, err := h.reconcile(p)
 		g.Expect(err).NotTo(HaveOccurred())
 	}
-	g.Expect(asked).To(Equal([]string{"s3", "s3"}), "the bounds of the Plan's Etcd strategy")
-	g.Expect(backupNames(g, ns)).To(ConsistOf("greedy-1", "greedy-2", "quiet-1", "quiet-2"))
+	g.Expect(backupNames(g, ns)).To(ConsistOf("greedy-1", "greedy-2", "greedy-3", "quiet-1", "quiet-2"))
 
 	c := meta.FindStatusCondition(getPlan(g, greedy).Status.Conditions, backupsv1alpha1.PlanConditionPolicyValid)
 	g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(c.Reason).To(Equal(backupsv1alpha1.PlanReasonPolicyBounded))
-	g.Expect(c.Message).To(Equal("retention-keep-last 50 is above the platform's maximum of 2: 2 applies"))
+	g.Expect(c.Message).To(Equal("retention-keep-last 50 is above the platform's maximum of 3: 3 applies"))
 	c = meta.FindStatusCondition(getPlan(g, quiet).Status.Conditions, backupsv1alpha1.PlanConditionPolicyValid)
-	g.Expect(c.Message).To(ContainSubstring("the platform's default of 3 applies"))
-	g.Expect(c.Message).To(ContainSubstring("the platform's default 3 is above the platform's maximum of 2: 2 applies"))
+	g.Expect(c.Message).To(ContainSubstring("the platform's default of 2 applies"))
 	g.Expect(containing(h.events(), "Warning")).To(BeEmpty())
 }
 
@@ -63,9 +60,7 @@ func TestBadRetentionPrunesNothing(t *testing.T) {
 		createBackup(g, ns, name, "typo", now.Add(-time.Duration(40*(i+1))*24*time.Hour), backupsv1alpha1.BackupPhaseReady)
 	}
 	h := newHarness(now)
-	h.r.Bounds = func(context.Context, string) (planpolicy.Bounds, error) {
-		return planpolicy.Bounds{DefaultKeepLast: 1, DefaultMaxAge: 10000 * time.Hour}, nil
-	}
+	policy(t, g, driverv1alpha1.Retention{DefaultKeepLast: ptr.To[int32](1), DefaultMaxAge: &metav1.Duration{Duration: 10000 * time.Hour}})
 	for range 2 {
 		_, err := h.reconcile(p)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -123,4 +118,13 @@ func TestAPlanOfAnotherStrategyIsLeftAlone(t *testing.T) {
 		g.Expect(getPlan(g, p).ResourceVersion).To(Equal(before.ResourceVersion), "the Plan was written to")
 		g.Expect(h.events()).To(BeEmpty())
 	}
+}
+
+// policy gives the suite's Etcd strategy ("s3") a StrategyPolicy with the
+// admin's retention defaults and bounds ret, for the test's length.
+func policy(t *testing.T, g *WithT, ret driverv1alpha1.Retention) {
+	sp := &driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "s3"},
+		Spec: driverv1alpha1.StrategyPolicySpec{Retention: &ret}}
+	g.Expect(env.Client.Create(context.Background(), sp)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), sp) })
 }
