@@ -107,6 +107,9 @@ func TestSegmentRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if again, err := w.Finish(); err != nil || !bytes.Equal(again.Data, seg.Data) || again.SHA256 != seg.SHA256 {
+		t.Fatalf("a second Finish gave another segment (%v)", err)
+	}
 	h, got, err := readAll(seg.Data, DefaultLimits)
 	if err != nil {
 		t.Fatal(err)

@@ -46,10 +46,11 @@ type Writer struct {
 	revs  int64
 	key   []byte // previous key of the committed body
 	open  bool
-	item  []byte // the open revision's encoded items
-	okey  []byte // previous key as of the open revision's last item
-	oev   int64  // the open revision's events
-	osize int64  // the open revision's size as a Reader charges it
+	item  []byte   // the open revision's encoded items
+	done  *Segment // set by Finish
+	okey  []byte   // previous key as of the open revision's last item
+	oev   int64    // the open revision's events
+	osize int64    // the open revision's size as a Reader charges it
 	scrat [maxVarintLength]byte
 }
 
@@ -73,7 +74,7 @@ func (w *Writer) Reset(s Start) {
 	} else {
 		w.zw.Reset(&w.out)
 	}
-	w.revs, w.key, w.open = 0, w.key[:0], false
+	w.revs, w.key, w.open, w.done = 0, w.key[:0], false, nil
 }
 
 // Next is the revision the next Begin must name.
@@ -100,6 +101,8 @@ func (w *Writer) Last() time.Time { return w.last }
 // earlier one an overlap.
 func (w *Writer) Begin(rev int64) error {
 	switch {
+	case w.done != nil:
+		return fmt.Errorf("changelog: revision %d begun in a finished segment", rev)
 	case w.open:
 		return fmt.Errorf("changelog: revision %d begun while %d is open", rev, w.Next())
 	case rev > w.Next():
@@ -187,8 +190,13 @@ func (w *Writer) End(t time.Time) error {
 func (w *Writer) Abort() { w.open, w.item = false, w.item[:0] }
 
 // Finish closes the segment, which must hold at least one revision and
-// none open. The Writer must be Reset before it is used again.
+// none open; called again, it returns the same segment (an upload that
+// failed is tried again with the same bytes). The Writer must be Reset
+// before it takes revisions again.
 func (w *Writer) Finish() (Segment, error) {
+	if w.done != nil {
+		return *w.done, nil
+	}
 	if w.open || w.revs == 0 {
 		return Segment{}, fmt.Errorf("changelog: finish a segment of %d revisions (one open: %v)", w.revs, w.open)
 	}
@@ -197,7 +205,8 @@ func (w *Writer) Finish() (Segment, error) {
 	}
 	data := w.out.Bytes()
 	copy(data, w.h.marshal())
-	return Segment{Header: w.h, Data: data, SHA256: sha256.Sum256(data)}, nil
+	w.done = &Segment{Header: w.h, Data: data, SHA256: sha256.Sum256(data)}
+	return *w.done, nil
 }
 
 // prevTime is the time the next record's delta counts from.

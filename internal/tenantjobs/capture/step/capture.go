@@ -91,8 +91,8 @@ type watchRetry struct {
 	wait func(n int) time.Duration
 }
 
-// defaultWatchRetry gives up after about seven minutes of an etcd that
-// cannot be followed.
+// defaultWatchRetry gives up after about five minutes of an etcd that
+// cannot be followed (eight failures, each up to 15 s, and the pauses).
 var defaultWatchRetry = watchRetry{create: 15 * time.Second, failures: 8,
 	wait: func(n int) time.Duration { return time.Duration(1<<min(n, 5)) * time.Second }}
 

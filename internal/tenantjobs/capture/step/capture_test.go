@@ -2,6 +2,7 @@ package step
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,4 +168,59 @@ func keptAfter(ctx context.Context, t *testing.T, store changelog.Store, h *chan
 	if got := c.Segments[h.Seq].SHA256; got != h.SHA256 {
 		t.Fatalf("segment %d was rewritten after a restart: sha256 %s, was %s", h.Seq, got, h.SHA256)
 	}
+}
+
+// SIGTERM while an upload is held up: the upload is given up with the
+// capture's context and made again with the flush's own, so what was
+// received still becomes durable once S3 answers.
+func TestSIGTERMDuringAnUpload(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	etcdURL, cli := startEtcd(ctx, t)
+	s3URL := startS3(t)
+	gate := holdable(t, s3URL)
+	b, _ := base(ctx, t, cli)
+	ref := watchReference(ctx, t, cli, b.Revision+1)
+	o := options(etcdURL, gate.URL, b, t.TempDir())
+	o.SegmentInterval = capture.MaxSegmentInterval
+	c, err := newCapturer(o, env, &syncBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.cli.Close()
+	var received atomic.Int64
+	c.received = func(rev int64) { received.Store(rev) }
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.run(cctx) }()
+	await := func(what string, ok func() bool) {
+		for !ok() {
+			select {
+			case <-ctx.Done():
+				t.Fatalf("waiting for %s", what)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	workload(ctx, t, cli, "small", 1, 10)
+	await("the small changes", func() bool { return received.Load() == revision(ctx, t, cli) })
+	// Held up: the next change fills the segment, whose upload waits.
+	gate.hold()
+	before := gate.arrived.Load()
+	if _, err := cli.Put(ctx, "/registry/configmaps/big", strings.Repeat("b", 100<<10)); err != nil {
+		t.Fatal(err)
+	}
+	final := revision(ctx, t, cli)
+	await("the upload", func() bool { return received.Load() == final && gate.arrived.Load() > before })
+	stop()
+	// The flush's upload arrives too, and waits.
+	await("the flush's upload", func() bool { return gate.arrived.Load() > before+1 })
+	gate.release()
+	if err := <-done; err != nil {
+		t.Fatalf("stopped with %v", err)
+	}
+	direct := o
+	direct.Endpoint = s3URL
+	_, got := chainRevisions(ctx, t, storeOf(t, direct))
+	sameChanges(t, got, ref.upTo(ctx, t, final))
 }

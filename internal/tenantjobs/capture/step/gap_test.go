@@ -3,12 +3,15 @@ package step
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,14 +149,16 @@ func TestRevisionAboveTheBoundIsAGap(t *testing.T) {
 // gateProxy forwards to an S3 server and can hold every request until
 // released.
 type gateProxy struct {
-	URL string
-	mu  sync.RWMutex
+	URL     string
+	mu      sync.RWMutex
+	arrived atomic.Int64
 }
 
 func holdable(t *testing.T, target string) *gateProxy {
 	g := &gateProxy{}
 	g.URL = proxy(t, target, func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			g.arrived.Add(1)
 			g.mu.RLock()
 			defer g.mu.RUnlock()
 			next.ServeHTTP(w, r)
@@ -171,7 +176,9 @@ func proxy(t testing.TB, target string, wrap func(http.Handler) http.Handler) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(wrap(httputil.NewSingleHostReverseProxy(u)))
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	srv := httptest.NewServer(wrap(rp))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // sealAttempts is how often an upload is tried before the capture gives
-// up (about 15 s of backoff); a restart resumes from the index.
+// up (about 8 s of backoff); a restart resumes from the index.
 const sealAttempts = 5
 
 // seal makes the segment durable, then the index that names it, and
