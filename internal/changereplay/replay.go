@@ -36,7 +36,8 @@ type Input struct {
 	// WorkDir holds the scratch etcd's data while it runs (removed after).
 	WorkDir string
 	// Out is the snapshot made at the target.
-	Out    string
+	Out string
+	// Limits bound the segments read (zero: changelog.DefaultLimits).
 	Limits changelog.Limits
 }
 
@@ -58,6 +59,9 @@ type Result struct {
 // a scratch etcd, applies each revision up to the target and snapshots
 // the result to in.Out.
 func Replay(ctx context.Context, in Input) (Result, error) {
+	if in.Limits == (changelog.Limits{}) {
+		in.Limits = changelog.DefaultLimits
+	}
 	chain, err := changelog.Verify(in.Index.Base, in.Segments, in.Index, in.Limits)
 	if err != nil {
 		return Result{}, err
