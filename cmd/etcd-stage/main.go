@@ -10,6 +10,11 @@
 // `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
 // snapshot as a restore would, boots it in a throwaway etcd on loopback
 // and reads it back. See internal/rehearse/step.
+//
+// `etcd-stage capture ...` is the change capture of point-in-time restore,
+// a long-running Pod in the tenant's namespace: it watches the tenant's
+// etcd and writes its changes to S3 as a chain of segments. See
+// internal/tenantjobs/capture.
 package main
 
 import (
@@ -19,10 +24,13 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/memlimit"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
 
@@ -42,6 +50,13 @@ func main() {
 	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
 		// A dry run's rehearsal: stage, boot and read back.
 		code = step.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+	case len(os.Args) > 1 && os.Args[1] == capture.Subcommand:
+		// The change capture runs for days next to a hostile etcd: the
+		// collector keeps its heap under the Pod's memory limit.
+		if _, err := memlimit.Apply("/sys/fs/cgroup", 0.9); err != nil {
+			fmt.Fprintf(os.Stderr, "etcd-stage capture: memory limit: %v\n", err)
+		}
+		code = capturestep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
 		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}

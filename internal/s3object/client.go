@@ -95,20 +95,53 @@ func (s Store) Stat(ctx context.Context, loc Location, creds Credentials) (int64
 
 // Open streams the object.
 func (s Store) Open(ctx context.Context, loc Location, creds Credentials) (io.ReadCloser, error) {
+	r, _, err := s.OpenInfo(ctx, loc, creds)
+	return r, err
+}
+
+// Info is what the store says about an object: its size and the user
+// metadata it was written with (keys without the x-amz-meta- prefix, as
+// the server canonicalised them).
+type Info struct {
+	Size     int64
+	Metadata map[string]string
+}
+
+// OpenInfo streams the object and returns its Info, read from the same
+// response: the metadata belongs to the bytes being read.
+func (s Store) OpenInfo(ctx context.Context, loc Location, creds Credentials) (io.ReadCloser, Info, error) {
 	mc, err := s.client(loc, creds)
 	if err != nil {
-		return nil, err
+		return nil, Info{}, err
 	}
 	obj, err := mc.GetObject(ctx, loc.Bucket, loc.Key, minio.GetObjectOptions{})
 	if err != nil {
-		return nil, classify(loc, err)
+		return nil, Info{}, classify(loc, err)
 	}
 	// GetObject is lazy: the first Stat reports a missing object.
-	if _, err := obj.Stat(); err != nil {
+	st, err := obj.Stat()
+	if err != nil {
 		obj.Close()
-		return nil, classify(loc, err)
+		return nil, Info{}, classify(loc, err)
 	}
-	return &classifyingReader{obj: obj, loc: loc}, nil
+	return &classifyingReader{obj: obj, loc: loc}, Info{Size: st.Size, Metadata: st.UserMetadata}, nil
+}
+
+// Put writes size bytes of body as the object, with user metadata meta,
+// in one request (callers keep objects below the store's single-request
+// limit). S3 replaces an object whole, so a reader sees the old object or
+// the new one, never a mix.
+func (s Store) Put(ctx context.Context, loc Location, creds Credentials, body io.Reader, size int64, meta map[string]string) error {
+	mc, err := s.client(loc, creds)
+	if err != nil {
+		return err
+	}
+	_, err = mc.PutObject(ctx, loc.Bucket, loc.Key, body, size, minio.PutObjectOptions{
+		UserMetadata: meta, ContentType: "application/octet-stream", DisableMultipart: true})
+	if err != nil {
+		return classify(loc, err)
+	}
+	return nil
 }
 
 // Delete removes the object; a missing object is already deleted (a
@@ -134,7 +167,7 @@ func classify(loc Location, err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 		return fmt.Errorf("%w: %s: %v", ErrAccessDenied, loc, err)
 	}
-	return fmt.Errorf("read %s: %w", loc, err)
+	return fmt.Errorf("%s: %w", loc, err)
 }
 
 type classifyingReader struct {

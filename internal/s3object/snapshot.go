@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"os"
 	"strings"
 )
 
@@ -80,4 +81,38 @@ func (w *trailerWriter) Write(p []byte) (int, error) {
 	}
 	w.held += copy(w.tail[w.held:], p)
 	return n, nil
+}
+
+// AppendTrailer makes the bolt database at path an etcd snapshot, as
+// etcd's Maintenance API does: it appends the sha256 of the database and
+// syncs the file, returning the size and sha256 of the result. etcdutl
+// strips and checks a trailer only when the size is 32 past a multiple of
+// 512, which a database of whole pages followed by it is; a database that
+// is not whole pages is ErrCorrupt.
+func AppendTrailer(path string) (Checked, error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return Checked{}, err
+	}
+	defer f.Close()
+	db, whole := sha256.New(), sha256.New()
+	n, err := io.Copy(io.MultiWriter(db, whole), f)
+	if err != nil {
+		return Checked{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	if n%512 != 0 {
+		return Checked{}, fmt.Errorf("%w: %s is %d bytes, not whole pages", ErrCorrupt, path, n)
+	}
+	trailer := db.Sum(nil)
+	if _, err := f.Write(trailer); err != nil {
+		return Checked{}, fmt.Errorf("append the integrity trailer to %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return Checked{}, fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return Checked{}, fmt.Errorf("close %s: %w", path, err)
+	}
+	whole.Write(trailer)
+	return Checked{Size: n + int64(len(trailer)), SHA256: hex.EncodeToString(whole.Sum(nil))}, nil
 }

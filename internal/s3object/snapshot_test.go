@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"testing"
 	"testing/iotest"
 )
@@ -59,5 +61,29 @@ func TestCheckSnapshot(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A database of whole pages with its trailer appended checks as a
+// snapshot; one that is not whole pages is refused.
+func TestAppendTrailer(t *testing.T) {
+	snap := fakeSnapshot(2)
+	path := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(path, snap[:len(snap)-sha256.Size], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := AppendTrailer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !bytes.Equal(b, snap) || got.Size != int64(len(snap)) || "sha256:"+got.SHA256 != checksumOf(snap) {
+		t.Fatalf("AppendTrailer = %+v; the file is not the snapshot", got)
+	}
+	if err := os.WriteFile(path, []byte("not pages"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AppendTrailer(path); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("AppendTrailer of a partial page = %v", err)
 	}
 }

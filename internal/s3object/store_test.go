@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -79,5 +80,49 @@ func TestStoreAgainstS3(t *testing.T) {
 	}
 	if _, err := store.Stat(ctx, loc, good); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Stat after delete = %v", err)
+	}
+}
+
+// Put writes an object whole with its metadata, and OpenInfo returns the
+// metadata with the bytes; a second Put replaces both.
+func TestPutAndOpenInfoAgainstS3(t *testing.T) {
+	creds := s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "sk-0123456789"}
+	srv, err := s3server.Start(t.TempDir(), creds, "bkt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	allowed, _ := endpointpolicy.Parse([]string{"127.0.0.0/8"})
+	store := Store{Policy: allowed, AllowHTTP: true}
+	loc := Location{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/changes/7/0.seg", ForcePathStyle: true}
+	good := Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey}
+
+	for _, v := range []string{"first", "second, longer"} {
+		if err := store.Put(ctx, loc, good, bytes.NewReader([]byte(v)), int64(len(v)), map[string]string{"Sha256": "s-" + v}); err != nil {
+			t.Fatal(err)
+		}
+		r, info, err := store.OpenInfo(ctx, loc, good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != v || info.Size != int64(len(v)) || info.Metadata["Sha256"] != "s-"+v {
+			t.Fatalf("read %q, %+v; wrote %q", b, info, v)
+		}
+	}
+	missing := loc
+	missing.Key = "t/etcd/changes/7/1.seg"
+	if _, _, err := store.OpenInfo(ctx, missing, good); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("OpenInfo of a missing object = %v", err)
+	}
+	bad := Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}
+	if err := store.Put(ctx, loc, bad, bytes.NewReader([]byte("x")), 1, nil); !errors.Is(err, ErrAccessDenied) {
+		t.Fatalf("Put with wrong keys = %v", err)
 	}
 }

@@ -48,7 +48,7 @@ func StartTLS(dir string, creds Credentials, cert tls.Certificate, buckets ...st
 }
 
 func start(dir string, creds Credentials, tlsConfig *tls.Config, buckets []string) (*Server, error) {
-	for _, sub := range []string{"buckets", "metadata"} {
+	for _, sub := range []string{"buckets", "metadata", "uploads"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
 			return nil, fmt.Errorf("s3server: create %s: %w", sub, err)
 		}
@@ -78,7 +78,7 @@ func start(dir string, creds Credentials, tlsConfig *tls.Config, buckets []strin
 	s := &Server{
 		URL:     scheme + "://" + l.Addr().String(),
 		backend: backend,
-		http:    &http.Server{Handler: requireSignature(creds, faker.Server()), ReadHeaderTimeout: 10 * time.Second},
+		http:    &http.Server{Handler: requireSignature(creds, atomicWrites(filepath.Join(dir, "uploads"), faker.Server())), ReadHeaderTimeout: 10 * time.Second},
 		done:    make(chan struct{}),
 	}
 	go func() {

@@ -1,0 +1,37 @@
+package step
+
+import (
+	"fmt"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+)
+
+// chainStore is the chain o names, reached with the S3 keys and the
+// optional CA bundle read from env, as the staging step reads them,
+// under the endpoint policy.
+func chainStore(o capture.Options, env func(string) string) (changelog.Store, error) {
+	creds := s3object.Credentials{AccessKeyID: env(staging.EnvAccessKeyID), SecretAccessKey: env(staging.EnvSecretAccessKey)}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		return changelog.Store{}, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, staging.EnvAccessKeyID, staging.EnvSecretAccessKey)
+	}
+	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
+	if err != nil {
+		return changelog.Store{}, fmt.Errorf("%w: %w", staging.ErrArguments, err)
+	}
+	if pem := env(staging.EnvCAPEM); pem != "" {
+		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
+			return changelog.Store{}, fmt.Errorf("%w: %s: %w", staging.ErrArguments, staging.EnvCAPEM, err)
+		}
+	}
+	return changelog.Store{
+		S3:     s3object.Store{Policy: policy, AllowHTTP: o.AllowHTTP},
+		Creds:  creds,
+		Bucket: s3object.Location{Endpoint: o.Endpoint, Bucket: o.Bucket, Region: o.Region, ForcePathStyle: o.PathStyle},
+		Chain:  changelog.ChainPrefix(o.Prefix, o.Base.Revision),
+		Limits: changelog.DefaultLimits,
+	}, nil
+}
