@@ -51,6 +51,10 @@ func TestDeletingTheStrategyPolicyRemovesItsKeys(t *testing.T) {
 	w.read()
 	w.g.Expect(w.strategy.Finalizers).NotTo(ContainElement(credbroker.Finalizer), "an unbrokered strategy is held")
 	w.g.Expect(credbroker.Brokered(w.strategy)).To(BeFalse())
+	// Unbrokered, its key ("{{ namespace }}/etcd/" on the suite's bucket)
+	// may write into every brokered tenant's prefix: the overlap rule
+	// would refuse the other tests' tenants while it exists.
+	w.g.Expect(env.Client.Delete(w.ctx, w.strategy.Etcd)).To(Succeed())
 }
 
 // A brokered strategy whose bucket becomes a template (CEL on the strategy
