@@ -7,7 +7,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 )
 
 // CensusTimeout bounds a census, dial included: a walk of every key of a
@@ -21,11 +21,11 @@ const censusPage = 1000
 // counted per Kubernetes keyspace, resource and namespace.
 type Census struct {
 	Revision int64
-	Counter  *snapshotinspect.Counter
+	Counter  *manifest.Counter
 }
 
 // Census reads every key of the etcd in ns (keys only, in pages, all at
-// the revision of the first page) into a snapshotinspect.Counter: what a
+// the revision of the first page) into a manifest.Counter: what a
 // rehearsal compares a Backup with. It dials, checks and fails as
 // Revision does; TenantMessage is what a tenant may read of an error.
 func (r Reader) Census(ctx context.Context, ns string) (Census, error) {
@@ -33,7 +33,7 @@ func (r Reader) Census(ctx context.Context, ns string) (Census, error) {
 	if timeout <= 0 {
 		timeout = CensusTimeout
 	}
-	c := Census{Counter: snapshotinspect.NewCounter()}
+	c := Census{Counter: manifest.NewCounter()}
 	err := r.with(ctx, ns, timeout, func(ctx context.Context, cli *clientv3.Client, addr string) error {
 		key, rev := "\x00", int64(0)
 		for {

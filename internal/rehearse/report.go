@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -106,7 +106,7 @@ func (r Report) ExitCode() int {
 
 // Line is the report as one line of JSON, newline included, at most
 // MaxReportBytes: the keyspaces are cut as an inspection report's are
-// (snapshotinspect.ShrinkKeyspaces: least useful first, a namespace name
+// (manifest.ShrinkKeyspaces: least useful first, a namespace name
 // list only whole, since a partial list would read as namespaces missing)
 // until it fits, and Truncated says so.
 func (r Report) Line() string {
@@ -121,7 +121,7 @@ func (r Report) Line() string {
 		switch {
 		case len(b)+1 <= MaxReportBytes:
 			return string(b) + "\n"
-		case snapshotinspect.ShrinkKeyspaces(&r.Keyspaces):
+		case manifest.ShrinkKeyspaces(&r.Keyspaces):
 			r.Truncated = true
 		case r.Message != "":
 			r.Truncated = true
@@ -164,22 +164,8 @@ func ParseReport(s string) (Report, error) {
 	if len(r.Message) > MaxMessage {
 		return Report{}, fmt.Errorf("rehearsal report's message is longer than %d bytes", MaxMessage)
 	}
-	if err := checkKeyspaces(r.Keyspaces); err != nil {
-		return Report{}, err
+	if err := manifest.CheckKeyspaces(r.Keyspaces); err != nil {
+		return Report{}, fmt.Errorf("rehearsal report: %w", err)
 	}
 	return r, nil
-}
-
-// checkKeyspaces holds the lists to the bounds of the manifest's: they
-// come from the same counter (snapshotinspect.CheckKeyspace).
-func checkKeyspaces(ks []backupsv1alpha1.KeyspaceManifest) error {
-	if len(ks) > backupsv1alpha1.ManifestMaxKeyspaces {
-		return fmt.Errorf("rehearsal report lists %d keyspaces, at most %d allowed", len(ks), backupsv1alpha1.ManifestMaxKeyspaces)
-	}
-	for _, k := range ks {
-		if err := snapshotinspect.CheckKeyspace(k); err != nil {
-			return fmt.Errorf("rehearsal report's keyspace %q: %w", textlimit.Value(k.Prefix), err)
-		}
-	}
-	return nil
 }

@@ -9,13 +9,14 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
 // InspectFile reads the bolt database at path (an etcd snapshot without
 // its integrity trailer), read-only, and says what it holds: the live keys
-// at its newest revision, classified by a Counter, its revision (the
+// at its newest revision, classified by a manifest.Counter, its revision (the
 // newest key's, or the compaction mark's when higher, as a restore starts
 // there) and its compaction mark. InspectedAt is left zero.
 //
@@ -34,7 +35,7 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 	}
 	defer db.Close()
 	m := backupsv1alpha1.BackupManifest{DBSizeBytes: st.Size()}
-	counter := NewCounter()
+	counter := manifest.NewCounter()
 	err = readGuarded(db, func(tx *bolt.Tx) error {
 		keys, meta, err := staging.Buckets(tx)
 		if err != nil {

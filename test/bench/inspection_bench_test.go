@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 )
 
@@ -149,7 +150,7 @@ func backupInspected(o any) (bool, string) {
 // Kubernetes objects reports: 100 namespaces, five resources, counted by
 // a real Counter.
 func benchManifest() backupsv1alpha1.BackupManifest {
-	c := snapshotinspect.NewCounter()
+	c := manifest.NewCounter()
 	for n := range 100 {
 		c.Add(fmt.Appendf(nil, "/registry/namespaces/ns-%03d", n))
 		for _, r := range []string{"pods", "configmaps", "secrets", "services/specs", "apps/deployments"} {

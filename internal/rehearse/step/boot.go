@@ -15,7 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 )
 
@@ -92,7 +92,7 @@ func loopbackURL() (url.URL, error) {
 // readBack is what the booted member answered.
 type readBack struct {
 	revision, compacted, keys int64
-	counter                   *snapshotinspect.Counter
+	counter                   *manifest.Counter
 }
 
 // bootAndRead starts the member in-process, checks it answers at the
@@ -163,7 +163,7 @@ func read(ctx context.Context, cli *clientv3.Client, staged staging.Result) (rea
 				errMismatch, below, staged.CompactedRevision, err)
 		}
 	}
-	c := snapshotinspect.NewCounter()
+	c := manifest.NewCounter()
 	key := "\x00"
 	for {
 		page, err := cli.Get(ctx, key, clientv3.WithFromKey(), clientv3.WithKeysOnly(), clientv3.WithRev(rev),
