@@ -2,11 +2,10 @@ package rehearsal
 
 import (
 	"fmt"
-	"slices"
-	"sort"
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -17,57 +16,36 @@ const (
 	maxNamespaces = 16
 )
 
-// side is one side of the comparison: the live cluster now (known false
-// when it could not be read) or the rehearsed Backup.
-type side struct {
-	known     bool
-	keys      int64
-	keyspaces []backupsv1alpha1.KeyspaceManifest
-}
-
-// compare fills the report's counts: resources whose counts differ
-// (largest change first), namespaces returning and vanishing. A count
-// missing from one side is taken as zero only when that side's list is
-// whole; otherwise the resource is left out and Truncated says so. The
-// same holds for namespace names.
-func compare(rep *backupsv1alpha1.RehearsalReport, now, after side, truncated bool) {
-	rep.Truncated = truncated
-	if !now.known {
+// compare fills the report's counts from the live cluster now (nil when
+// it could not be read) and the rehearsed Backup after: resources whose
+// counts differ over all keyspaces (largest change first), namespaces
+// returning and vanishing. A count or a name missing from a list that was
+// cut is unknown, never a zero (manifest.CompareTotals): such a resource
+// is left out, and so are the names, and Truncated says so.
+func compare(rep *backupsv1alpha1.RehearsalReport, now, after *backupsv1alpha1.BackupManifest) {
+	rep.Truncated = after.Truncated
+	if now == nil {
 		return
 	}
-	before, beforeWhole := resourceCounts(now.keyspaces)
-	afterCounts, afterWhole := resourceCounts(after.keyspaces)
+	t := manifest.CompareTotals(now, after)
 	var changes []backupsv1alpha1.CountChange
-	for _, name := range union(keysOf(before), keysOf(afterCounts)) {
-		b, inB := before[name]
-		a, inA := afterCounts[name]
-		if (!inB && !beforeWhole) || (!inA && !afterWhole) {
+	for _, c := range t.Resources {
+		switch {
+		case c.Delta == nil:
 			rep.Truncated = true
-			continue
-		}
-		if a != b {
-			changes = append(changes, backupsv1alpha1.CountChange{Name: name, Before: b, After: a})
+		case *c.Delta != 0:
+			changes = append(changes, backupsv1alpha1.CountChange{Name: c.Name, Before: *c.From, After: *c.To})
 		}
 	}
-	sort.SliceStable(changes, func(i, j int) bool {
-		di, dj := abs(changes[i].After-changes[i].Before), abs(changes[j].After-changes[j].Before)
-		if di != dj {
-			return di > dj
-		}
-		return changes[i].Name < changes[j].Name
-	})
 	if len(changes) > maxChanges {
 		changes, rep.Truncated = changes[:maxChanges], true
 	}
 	rep.Resources = changes
-
-	nowNames, nowWhole := namespaceNames(now.keyspaces)
-	afterNames, afterNamesWhole := namespaceNames(after.keyspaces)
-	if !nowWhole || !afterNamesWhole {
+	if t.NamespaceNamesUnknown {
 		rep.Truncated = true
 		return
 	}
-	rep.NamespacesReturning, rep.NamespacesVanishing = minus(afterNames, nowNames), minus(nowNames, afterNames)
+	rep.NamespacesReturning, rep.NamespacesVanishing = t.NamespacesOnlyInTo, t.NamespacesOnlyInFrom
 	if len(rep.NamespacesReturning) > maxNamespaces {
 		rep.NamespacesReturning, rep.Truncated = rep.NamespacesReturning[:maxNamespaces], true
 	}
@@ -76,76 +54,14 @@ func compare(rep *backupsv1alpha1.RehearsalReport, now, after side, truncated bo
 	}
 }
 
-// resourceCounts sums resources over the keyspaces; whole is false when a
-// keyspace's list may have been cut (it is at its bound).
-func resourceCounts(ks []backupsv1alpha1.KeyspaceManifest) (map[string]int64, bool) {
-	out, whole := map[string]int64{}, len(ks) < backupsv1alpha1.ManifestMaxKeyspaces
-	for _, k := range ks {
-		if len(k.Resources) >= backupsv1alpha1.ManifestMaxResources {
-			whole = false
-		}
-		for _, c := range k.Resources {
-			out[c.Name] += c.Count
-		}
-	}
-	return out, whole
-}
-
-// namespaceNames is every namespace of the keyspaces; whole is false when
-// a keyspace has namespaces but does not list them (too many).
-func namespaceNames(ks []backupsv1alpha1.KeyspaceManifest) ([]string, bool) {
-	var out []string
-	whole := len(ks) < backupsv1alpha1.ManifestMaxKeyspaces
-	for _, k := range ks {
-		if k.Namespaces > 0 && int64(len(k.NamespaceNames)) != k.Namespaces {
-			whole = false
-		}
-		out = append(out, k.NamespaceNames...)
-	}
-	slices.Sort(out)
-	return slices.Compact(out), whole
-}
-
-func keysOf(m map[string]int64) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func union(a, b []string) []string {
-	out := append(append([]string(nil), a...), b...)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// minus is a without b (both sorted, deduplicated).
-func minus(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		if _, found := slices.BinarySearch(b, x); !found {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
-func abs(n int64) int64 {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
-
 // newReport is the RestoreJob's report of a rehearsal that read back
-// report r against the live counts now.
-func newReport(now side, revisionBefore int64, r rehearse.Report) backupsv1alpha1.RehearsalReport {
+// report r against the live cluster's manifest now (nil: unread).
+func newReport(now *backupsv1alpha1.BackupManifest, revisionBefore int64, r rehearse.Report) backupsv1alpha1.RehearsalReport {
 	rep := backupsv1alpha1.RehearsalReport{RevisionBefore: revisionBefore, RevisionAfter: r.Revision, KeysAfter: r.Keys}
-	if now.known {
-		rep.KeysBefore = now.keys
+	if now != nil {
+		rep.KeysBefore = now.Keys
 	}
-	compare(&rep, now, side{known: true, keys: r.Keys, keyspaces: r.Keyspaces}, r.Truncated)
+	compare(&rep, now, &backupsv1alpha1.BackupManifest{Keys: r.Keys, Keyspaces: r.Keyspaces, Truncated: r.Truncated})
 	return rep
 }
 

@@ -20,10 +20,10 @@ func keyspace(names []string, counts map[string]int64) backupsv1alpha1.KeyspaceM
 // missing from a cut list (or a namespace list that is not whole) as
 // zero: it leaves it out and says the report is truncated.
 func TestCompareNeverTakesACutListForZero(t *testing.T) {
-	now := side{known: true, keyspaces: []backupsv1alpha1.KeyspaceManifest{keyspace([]string{"a", "x"}, map[string]int64{"pods": 5, "secrets": 2, "configmaps": 1})}}
-	after := side{known: true, keyspaces: []backupsv1alpha1.KeyspaceManifest{keyspace([]string{"a", "b"}, map[string]int64{"pods": 9, "secrets": 2, "leases": 1})}}
+	now := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{keyspace([]string{"a", "x"}, map[string]int64{"pods": 5, "secrets": 2, "configmaps": 1})}}
+	after := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{keyspace([]string{"a", "b"}, map[string]int64{"pods": 9, "secrets": 2, "leases": 1})}}
 	var rep backupsv1alpha1.RehearsalReport
-	compare(&rep, now, after, false)
+	compare(&rep, now, after)
 	want := []backupsv1alpha1.CountChange{{Name: "pods", Before: 5, After: 9}, {Name: "configmaps", Before: 1, After: 0}, {Name: "leases", Before: 0, After: 1}}
 	if fmt.Sprint(rep.Resources) != fmt.Sprint(want) || rep.Truncated {
 		t.Fatalf("resources %v truncated %v; want %v", rep.Resources, rep.Truncated, want)
@@ -32,16 +32,16 @@ func TestCompareNeverTakesACutListForZero(t *testing.T) {
 		t.Fatalf("returning %v vanishing %v", rep.NamespacesReturning, rep.NamespacesVanishing)
 	}
 
-	// The live list is at its bound: "leases", missing from it, may be
-	// among the cut entries.
+	// The live list is at its bound, cut by the Counter: "leases",
+	// missing from it, may be among the cut entries.
 	full := map[string]int64{"pods": 5}
 	for i := range backupsv1alpha1.ManifestMaxResources - 1 {
 		full[fmt.Sprintf("r%02d", i)] = 1
 	}
-	now.keyspaces = []backupsv1alpha1.KeyspaceManifest{keyspace(nil, full)}
-	now.keyspaces[0].Namespaces = 40 // too many to list
+	now = &backupsv1alpha1.BackupManifest{Truncated: true, Keyspaces: []backupsv1alpha1.KeyspaceManifest{keyspace(nil, full)}}
+	now.Keyspaces[0].Namespaces = 40 // too many to list
 	rep = backupsv1alpha1.RehearsalReport{}
-	compare(&rep, now, after, false)
+	compare(&rep, now, after)
 	if changeOf(&rep, "leases") != nil || !rep.Truncated || changeOf(&rep, "pods") == nil {
 		t.Fatalf("with a cut list: %+v", rep)
 	}
@@ -53,7 +53,7 @@ func TestCompareNeverTakesACutListForZero(t *testing.T) {
 	}
 	// The live cluster unread: nothing compared, the message says why.
 	rep = backupsv1alpha1.RehearsalReport{RevisionAfter: 1000000042}
-	compare(&rep, side{}, after, false)
+	compare(&rep, nil, after)
 	if rep.Resources != nil || !strings.Contains(summary(rep, "it did not answer"), "could not be read (it did not answer)") {
 		t.Fatalf("unread live cluster: %+v", rep)
 	}

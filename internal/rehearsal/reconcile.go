@@ -257,10 +257,10 @@ func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 		c, unread = r.readLive(ctx, rj.Namespace)
 	}
 	before := rj.Status.Rehearsal.RevisionBefore
-	now := side{}
+	var now *backupsv1alpha1.BackupManifest
 	if c.Counter != nil && before > 0 {
-		ks, _ := c.Counter.Keyspaces()
-		now = side{known: true, keys: c.Counter.Keys(), keyspaces: ks}
+		ks, cut := c.Counter.Keyspaces()
+		now = &backupsv1alpha1.BackupManifest{Keys: c.Counter.Keys(), Keyspaces: ks, Truncated: cut}
 	} else if unread == "" && before == 0 {
 		unread = "it was not readable when the rehearsal started"
 	}
