@@ -2,19 +2,12 @@ package backupinspection
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base32"
 	"fmt"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -24,21 +17,18 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 )
 
-// jobName is the inspection Job's name for b: a MAC of the Backup's UID
-// under the active provenance key, which the tenant does not hold, so no
-// one can create a Job of that name before the driver does. A key
-// rotation during an inspection only makes the driver start another one.
+// jobName is the inspection Job's name for b: keyed with the active
+// provenance key (tenantjobs.KeyedName), which the tenant does not hold,
+// so no one can create a Job of that name before the driver does.
 func (r *Reconciler) jobName(ctx context.Context, b *backupsv1alpha1.Backup) (string, error) {
 	_, key, err := r.Keys.Active(ctx)
 	if err != nil {
 		return "", err
 	}
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte("etcd-backup-driver inspection job\n" + string(b.UID)))
-	sum := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h.Sum(nil)[:10])
-	return "etcd-inspect-" + strings.ToLower(sum), nil
+	return tenantjobs.KeyedName("etcd-inspect-", key, "etcd-backup-driver inspection job", b.UID), nil
 }
 
 // spec is the Job the driver builds for b.
@@ -97,17 +87,17 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !built(&job, want, b) {
+	if !tenantjobs.Mine(&job, want) {
 		return ctrl.Result{}, r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionRefused,
 			"Job "+name+" is not the inspection Job the driver builds for this Backup (it was replaced or edited): delete it and the driver inspects again")
 	}
-	switch outcome, why := inspectjob.OutcomeOf(&job); outcome {
-	case inspectjob.Running:
+	switch outcome, why := tenantjobs.OutcomeOf(&job); outcome {
+	case tenantjobs.Running:
 		return ctrl.Result{}, r.setInspected(ctx, b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionPending,
 			"inspecting the snapshot in Job "+name)
-	case inspectjob.Inspected:
+	case tenantjobs.Succeeded:
 		return ctrl.Result{}, r.record(ctx, b, &job, p)
-	case inspectjob.Refused:
+	case tenantjobs.Refused:
 		return ctrl.Result{}, r.failed(ctx, b, &job, backupsv1alpha1.BackupReasonInspectionRefused, why)
 	default:
 		return ctrl.Result{}, r.failed(ctx, b, &job, backupsv1alpha1.BackupReasonInspectionFailed, why)
@@ -126,84 +116,18 @@ func (r *Reconciler) running(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for i := range jobs.Items {
-		if o, _ := inspectjob.OutcomeOf(&jobs.Items[i]); o == inspectjob.Running && jobs.Items[i].DeletionTimestamp == nil {
+		if o, _ := tenantjobs.OutcomeOf(&jobs.Items[i]); o == tenantjobs.Running && jobs.Items[i].DeletionTimestamp == nil {
 			n++
 		}
 	}
 	return n, nil
 }
 
-// built reports whether job is the one the driver builds for b: owned by
-// b (its UID), labelled for it, and running exactly want's Pod template
-// (image, command, arguments, environment, volumes). A look-alike a
-// tenant made under the name is never read.
-func built(job, want *batchv1.Job, b *backupsv1alpha1.Backup) bool {
-	if !ownedBy(job, b.UID) || job.Labels[backupsv1alpha1.InspectionLabel] != string(b.UID) {
-		return false
-	}
-	got, exp := job.Spec.Template.Spec, want.Spec.Template.Spec
-	return runsContainers(got, exp, true) && equality.Semantic.DeepEqual(got.Volumes, exp.Volumes)
-}
-
-// report reads the report of job's succeeded Pod.
-func (r *Reconciler) report(ctx context.Context, job *batchv1.Job, wantSucceeded bool) (snapshotinspect.Report, error) {
-	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace),
-		client.MatchingLabels{batchv1.ControllerUidLabel: string(job.UID)}); err != nil {
-		return snapshotinspect.Report{}, fmt.Errorf("list the inspection Job's Pods: %w", err)
-	}
-	var last error = fmt.Errorf("the inspection Job %s has no Pod with a report", job.Name)
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		owner := metav1.GetControllerOf(p)
-		if owner == nil || owner.UID != job.UID || !runsTemplate(p, job) {
-			continue
-		}
-		if wantSucceeded && p.Status.Phase != corev1.PodSucceeded {
-			continue
-		}
-		rep, err := inspectjob.ReportOf(p)
-		if err == nil {
-			return rep, nil
-		}
-		last = err
-	}
-	return snapshotinspect.Report{}, last
-}
-
-// runsTemplate: the Pod runs the Job's containers as built (a Pod a tenant
-// made with the Job as its owner runs something else).
-func runsTemplate(p *corev1.Pod, job *batchv1.Job) bool {
-	return runsContainers(p.Spec, job.Spec.Template.Spec, false)
-}
-
-// runsContainers: spec runs want's containers (image, command and
-// arguments; with full, their environment and mounts too) and no init
-// containers.
-func runsContainers(spec, want corev1.PodSpec, full bool) bool {
-	if len(spec.Containers) != len(want.Containers) || len(spec.InitContainers) != 0 {
-		return false
-	}
-	for i, e := range want.Containers {
-		g := spec.Containers[i]
-		if g.Image != e.Image || !equality.Semantic.DeepEqual(g.Command, e.Command) || !equality.Semantic.DeepEqual(g.Args, e.Args) {
-			return false
-		}
-		if full && (!equality.Semantic.DeepEqual(g.Env, e.Env) || !equality.Semantic.DeepEqual(g.VolumeMounts, e.VolumeMounts)) {
-			return false
-		}
-	}
-	return true
-}
-
-// ownedBy: o has an owner reference to uid.
-func ownedBy(o metav1.Object, uid types.UID) bool {
-	for _, ref := range o.GetOwnerReferences() {
-		if ref.UID == uid {
-			return true
-		}
-	}
-	return false
+// report reads the report of job's newest Pod (tenantjobs.ReadReport).
+func (r *Reconciler) report(ctx context.Context, job *batchv1.Job) (snapshotinspect.Report, error) {
+	var rep snapshotinspect.Report
+	err := tenantjobs.ReadReport(ctx, r.APIReader, job, inspectjob.ContainerName, &rep)
+	return rep, err
 }
 
 // backupOwner is the name of the Backup o's owner references name, or "".

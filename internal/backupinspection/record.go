@@ -22,7 +22,7 @@ import (
 // failed records a Job that ended without a manifest.
 func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, reason, why string) error {
 	msg := "the inspection Job " + job.Name + " failed"
-	if rep, err := r.report(ctx, job, false); err == nil && rep.Message != "" {
+	if rep, err := r.report(ctx, job); err == nil && rep.Message != "" {
 		msg += ": " + string(rep.Reason) + ": " + rep.Message
 	} else if why != "" {
 		msg += ": " + why
@@ -37,7 +37,7 @@ func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job 
 // first: a crash in between leaves a hold and no record, and the next
 // pass finds the same previous Backup and writes the record.
 func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) error {
-	rep, err := r.report(ctx, job, true)
+	rep, err := r.report(ctx, job)
 	if err != nil {
 		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
 			"the inspection Job "+job.Name+" succeeded but its report cannot be read: "+err.Error())

@@ -3,13 +3,13 @@
 // image, `etcd-stage inspect` streams the object from S3 with staging's
 // checks (size, sha256, etcd's trailer) into an emptyDir, opens it as
 // etcd's bolt database and reports what it holds (internal/snapshotinspect)
-// in its termination message, which OutcomeOf and ReportOf read.
+// in its termination message, which tenantjobs.ReadReport reads.
 //
-// The Job is hardened as the staging Job is (stagingjob's harden.go): no service account token,
-// non-root, read-only root filesystem, every capability dropped, bounded
-// CPU, memory and disk, and a podFailurePolicy that ends it at once when
-// the object is refused (staging.ExitRefused) while crashes and network
-// failures are retried.
+// The Job is hardened as every tenant Job is (tenantjobs.JobSpec): no
+// service account token, non-root, read-only root filesystem, every
+// capability dropped, bounded CPU, memory and disk, and a podFailurePolicy
+// that ends it at once when the object is refused (report.ExitRefused)
+// while crashes and network failures are retried.
 package inspectjob
 
 import (
@@ -27,23 +27,15 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 const (
-	// Command is the binary in the driver's image; its first argument is
-	// snapshotinspect.Subcommand.
-	Command = "/etcd-stage"
 	// ContainerName is the Job's one container.
 	ContainerName = "inspect"
 	// WorkDir is where the emptyDir that holds the download is mounted.
 	WorkDir = "/work"
-	// TerminationLog is where the binary writes its one-line JSON report.
-	TerminationLog = "/dev/termination-log"
-	// ExitRefused ends the Job at once (podFailurePolicy): the object is
-	// refused for good.
-	ExitRefused = staging.ExitRefused
-	// BackoffLimit is how often a failed Pod is replaced.
-	BackoffLimit = 2
 	// TTLAfterFinished is how long a finished Job stays. A failed
 	// inspection is tried again once its Job is gone, so this is also how
 	// often a Backup whose inspection keeps failing is read again.
@@ -110,7 +102,7 @@ func Options(s Spec) snapshotinspect.Options {
 			Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
 			AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP,
 		},
-		WorkDir: WorkDir, TerminationLog: TerminationLog,
+		WorkDir: WorkDir, TerminationLog: report.TerminationLog,
 	}
 }
 
@@ -120,8 +112,17 @@ func Build(s Spec) *batchv1.Job {
 	if name == "" {
 		name = Name(s.BackupUID)
 	}
-	deadline := int64(max(s.Deadline/time.Second, 60))
 	work := WorkSize(s)
+	pod := tenantjobs.Pod{
+		Labels: Labels(s.BackupUID),
+		Containers: []tenantjobs.Container{{
+			Name: ContainerName, Image: s.Image, Args: Options(s).Args(), Env: tenantjobs.CredentialsEnv(s.Object.SecretName, s.CAPEM),
+			Mounts:        []corev1.VolumeMount{{Name: workVolume, MountPath: WorkDir}},
+			RequestMemory: "128Mi", LimitMemory: MemoryLimit,
+		}},
+		Volumes: []corev1.Volume{{Name: workVolume, VolumeSource: corev1.VolumeSource{
+			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &work}}}},
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: s.Namespace, Name: name, Labels: Labels(s.BackupUID),
@@ -131,33 +132,7 @@ func Build(s Spec) *batchv1.Job {
 				Controller: ptr(false), BlockOwnerDeletion: ptr(false),
 			}},
 		},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr(int32(BackoffLimit)),
-			ActiveDeadlineSeconds:   &deadline,
-			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
-			PodFailurePolicy:        stagingjob.FailurePolicy(ExitRefused),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.BackupUID)},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: ptr(false),
-					EnableServiceLinks:           ptr(false),
-					SecurityContext:              stagingjob.PodSecurityContext(),
-					Containers: []corev1.Container{{
-						Name: ContainerName, Image: s.Image, Command: []string{Command}, Args: Options(s).Args(),
-						Env:                      stagingjob.CredentialsEnv(s.Object.SecretName, s.CAPEM),
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						TerminationMessagePath:   TerminationLog,
-						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-						VolumeMounts:             []corev1.VolumeMount{{Name: workVolume, MountPath: WorkDir}},
-						Resources:                stagingjob.Resources("128Mi", MemoryLimit),
-						SecurityContext:          stagingjob.ContainerSecurityContext(),
-					}},
-					Volumes: []corev1.Volume{{Name: workVolume, VolumeSource: corev1.VolumeSource{
-						EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &work}}}},
-				},
-			},
-		},
+		Spec: tenantjobs.JobSpec(pod, s.Deadline, TTLAfterFinished),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 func spec() Spec {
@@ -39,7 +40,7 @@ func TestArgumentsParseBackIntoTheRecordedFacts(t *testing.T) {
 	}
 	want := snapshotinspect.Options{Source: staging.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
 		Size: 1 << 20, SHA256: strings.Repeat("a", 64), AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true},
-		WorkDir: WorkDir, TerminationLog: TerminationLog}
+		WorkDir: WorkDir, TerminationLog: report.TerminationLog}
 	if !reflect.DeepEqual(o, want) {
 		t.Fatalf("parsed %+v\nwant   %+v", o, want)
 	}

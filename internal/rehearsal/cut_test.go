@@ -7,6 +7,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // twoControlPlanes counts the keys of a tenant with two Kamaji control
@@ -42,7 +43,7 @@ func TestACutReportIsNoChange(t *testing.T) {
 	now := &backupsv1alpha1.BackupManifest{Keys: live.Keys(), Keyspaces: ks, Truncated: cut}
 	booted := twoControlPlanes()
 	bks, bcut := booted.Keyspaces()
-	line := rehearse.Report{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed, Revision: 2000, CompactedRevision: 2000,
+	line := rehearse.Report{Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed}, Revision: 2000, CompactedRevision: 2000,
 		Keys: booted.Keys(), Keyspaces: bks, Truncated: bcut}.Line()
 	rep, err := rehearse.ParseReport(line)
 	if err != nil {

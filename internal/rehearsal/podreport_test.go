@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -16,6 +17,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // A Pod of the rehearsal Job whose report disagrees with how its container
@@ -30,30 +33,35 @@ func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	job := want.DeepCopy()
 	job.UID = "job-uid"
 	yes := true
-	report := func(rep rehearse.Report, exit int32) *corev1.Pod {
+	// labels are the Pod's as the Job controller gives them.
+	labels := map[string]string{batchv1.ControllerUidLabel: string(job.UID)}
+	for k, v := range job.Spec.Template.Labels {
+		labels[k] = v
+	}
+	pod := func(rep rehearse.Report, exit int32) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "p", Labels: job.Spec.Template.Labels,
+			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "p", Labels: labels,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: &yes}}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: rehearsaljob.ContainerName,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: rep.Line()}}}}},
 		}
 	}
-	refused := rehearse.Failure(rehearse.OutcomeRefused, "ArtifactChanged", errors.New("sha256 differs"))
+	refused := rehearse.Failure(report.Refused, "ArtifactChanged", errors.New("sha256 differs"))
 	for name, tc := range map[string]struct {
 		pod *corev1.Pod
 		ok  bool
 	}{
-		"as the binary ends":        {report(refused, int32(refused.ExitCode())), true},
-		"a refusal that exited 0":   {report(refused, 0), false},
-		"a refusal that exited 137": {report(refused, 137), false},
+		"as the binary ends":        {pod(refused, int32(refused.ExitCode())), true},
+		"a refusal that exited 0":   {pod(refused, 0), false},
+		"a refusal that exited 137": {pod(refused, 137), false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(driverscheme.New()).WithObjects(tc.pod).Build()
-			r := &Reconciler{LiveReader: c}
-			_, err := r.podReport(context.Background(), job, want)
+			var rep rehearse.Report
+			err := tenantjobs.ReadReport(context.Background(), c, job, rehearsaljob.ContainerName, &rep)
 			if (err == nil) != tc.ok {
-				t.Fatalf("podReport error %v, want ok=%v", err, tc.ok)
+				t.Fatalf("ReadReport error %v, want ok=%v", err, tc.ok)
 			}
 		})
 	}

@@ -2,9 +2,7 @@ package rehearsal
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -22,7 +20,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -102,13 +100,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.Info("rehearsal Job created", "job", want.Name)
 		return ctrl.Result{}, nil
 	}
-	out, jobMsg := stagingjob.OutcomeOf(job)
-	if out == stagingjob.Running {
+	out, jobMsg := tenantjobs.OutcomeOf(job)
+	if out == tenantjobs.Running {
 		// The Job's own events wake the RestoreJob.
 		return ctrl.Result{}, nil
 	}
-	rep, reportErr := r.podReport(ctx, job, want)
-	if out == stagingjob.Staged && reportErr == nil && rep.Outcome == rehearse.OutcomeRehearsed {
+	var rep rehearse.Report
+	reportErr := tenantjobs.ReadReport(ctx, r.LiveReader, job, rehearsaljob.ContainerName, &rep)
+	if out == tenantjobs.Succeeded && reportErr == nil && rep.Outcome == rehearse.OutcomeRehearsed {
 		return ctrl.Result{}, r.succeed(ctx, rj, b, rep)
 	}
 	msg := "the rehearsal Job " + job.Name + " failed"
@@ -159,8 +158,9 @@ func ownerRef(rj *backupsv1alpha1.RestoreJob) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: rj.Name, UID: rj.UID}
 }
 
-// findJob is the RestoreJob's rehearsal Job, read live: a Job with its
-// label, its controller reference and exactly the Pod template want has.
+// findJob is the RestoreJob's rehearsal Job, read live: the Job the
+// driver built as want (tenantjobs.Mine: its labels, its controller
+// reference and exactly its Pod template).
 // A look-alike is never read (it is logged once per reconcile).
 func (r *Reconciler) findJob(ctx context.Context, rj *backupsv1alpha1.RestoreJob, want *batchv1.Job) (*batchv1.Job, error) {
 	var jobs batchv1.JobList
@@ -171,7 +171,7 @@ func (r *Reconciler) findJob(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 	var found *batchv1.Job
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if !rehearsaljob.Owned(j, string(rj.UID), want) {
+		if !tenantjobs.Mine(j, want) {
 			logr.FromContextOrDiscard(ctx).Info("ignoring a Job labelled as this RestoreJob's rehearsal that the driver did not build", "job", j.Name)
 			continue
 		}
@@ -180,46 +180,6 @@ func (r *Reconciler) findJob(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 		}
 	}
 	return found, nil
-}
-
-// podReport reads the rehearsal report from the termination message of
-// the Job's Pod: a Pod the Job controls, running the container as built.
-func (r *Reconciler) podReport(ctx context.Context, job, want *batchv1.Job) (rehearse.Report, error) {
-	var pods corev1.PodList
-	if err := r.LiveReader.List(ctx, &pods, client.InNamespace(job.Namespace),
-		client.MatchingLabels{backupsv1alpha1.RehearsalLabel: job.Labels[backupsv1alpha1.RehearsalLabel]}); err != nil {
-		return rehearse.Report{}, fmt.Errorf("list the Pods of Job %s: %w", job.Name, err)
-	}
-	wc := want.Spec.Template.Spec.Containers[0]
-	var last error = errors.New("no Pod of the Job ended")
-	var newest *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		owner := metav1.GetControllerOf(p)
-		if owner == nil || owner.UID != job.UID || len(p.Spec.Containers) != 1 || p.Spec.Containers[0].Image != wc.Image ||
-			!slices.Equal(p.Spec.Containers[0].Command, wc.Command) || !slices.Equal(p.Spec.Containers[0].Args, wc.Args) {
-			continue
-		}
-		if newest == nil || newest.CreationTimestamp.Before(&p.CreationTimestamp) {
-			newest = p
-		}
-	}
-	if newest == nil {
-		return rehearse.Report{}, last
-	}
-	for _, st := range newest.Status.ContainerStatuses {
-		if st.Name != rehearsaljob.ContainerName || st.State.Terminated == nil {
-			continue
-		}
-		rep, err := rehearse.ParseReport(st.State.Terminated.Message)
-		if err == nil && int32(rep.ExitCode()) != st.State.Terminated.ExitCode {
-			// As inspectjob.ReportOf: a report that disagrees with how
-			// its container ended is not the binary's.
-			err = fmt.Errorf("Pod %s exited %d but its report says %s", newest.Name, st.State.Terminated.ExitCode, rep.Outcome)
-		}
-		return rep, err
-	}
-	return rehearse.Report{}, fmt.Errorf("Pod %s has not ended", newest.Name)
 }
 
 // start records that the rehearsal runs: Running, and the live counts

@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -181,7 +182,7 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 	rj := dryRun(ns, "rehearse", "nightly")
 	create(t, rj)
 	yes := true
-	forged := rehearse.Report{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed, Revision: 7, CompactedRevision: 7, Keys: 424242,
+	forged := rehearse.Report{Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed}, Revision: 7, CompactedRevision: 7, Keys: 424242,
 		Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 424242, Namespaces: 1, NamespaceNames: []string{"forged"},
 			Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 424241}, {Name: "namespaces", Count: 1}}}}}
 	fake := &batchv1.Job{

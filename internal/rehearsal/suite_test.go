@@ -30,6 +30,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -174,7 +176,7 @@ func runJobs(ctx context.Context, dir string) {
 				continue
 			}
 			if started[string(j.UID)] || len(j.Status.Conditions) > 0 || len(c) != 1 || len(c[0].Command) != 1 ||
-				c[0].Command[0] != rehearsaljob.Command {
+				c[0].Command[0] != tenantjobs.Command {
 				continue
 			}
 			started[string(j.UID)] = true
@@ -192,7 +194,7 @@ func runJob(ctx context.Context, j *batchv1.Job, dir string) {
 	var args []string
 	for _, a := range c.Args {
 		a = strings.Replace(a, "--work-dir="+rehearsaljob.WorkDir, "--work-dir="+work, 1)
-		a = strings.Replace(a, "--termination-log="+rehearsaljob.TerminationLog, "--termination-log="+termLog, 1)
+		a = strings.Replace(a, "--termination-log="+report.TerminationLog, "--termination-log="+termLog, 1)
 		args = append(args, a)
 	}
 	env := []string{"PATH=" + os.Getenv("PATH")}
@@ -254,7 +256,7 @@ func finishJob(ctx context.Context, j *batchv1.Job, code int32, msg string) {
 		}
 	} else {
 		reason, m := batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"
-		if code == rehearsaljob.ExitRefused {
+		if code == report.ExitRefused {
 			reason, m = batchv1.JobReasonPodFailurePolicy, fmt.Sprintf("Container rehearse for pod %s exited with a non-zero exit code %d matching FailJob rule at index 0", pod.Name, code)
 		}
 		j.Status.Failed = 1

@@ -14,6 +14,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 const uid = "0b8a6d2e-1111-2222-3333-444455556666"
@@ -76,7 +78,7 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 		t.Fatalf("volumes %+v", p.Volumes)
 	}
 	r := j.Spec.PodFailurePolicy.Rules[0]
-	if r.Action != "FailJob" || r.OnExitCodes.Values[0] != rehearse.ExitRefused {
+	if r.Action != "FailJob" || r.OnExitCodes.Values[0] != report.ExitRefused {
 		t.Fatalf("pod failure policy %+v", r)
 	}
 	if *j.Spec.TTLSecondsAfterFinished != 3600 || j.Labels[backupsv1alpha1.RehearsalLabel] != uid || p.RestartPolicy != corev1.RestartPolicyNever {
@@ -90,13 +92,13 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 	}
 }
 
-// Owned accepts only the Job as built: the label alone, a forged
+// Mine accepts only the Job as built: the label alone, a forged
 // controller, another command, other arguments or an extra container do
 // not make a Job the driver's.
 func TestOwnedRefusesLookAlikes(t *testing.T) {
 	want := Build(spec(), owner())
-	if !Owned(want.DeepCopy(), uid, want) {
-		t.Fatal("the Job as built is not Owned")
+	if !tenantjobs.Mine(want.DeepCopy(), want) {
+		t.Fatal("the Job as built is not Mine")
 	}
 	for name, mutate := range map[string]func(j *corev1.PodSpec, m *metav1.ObjectMeta){
 		"no controller":     func(_ *corev1.PodSpec, m *metav1.ObjectMeta) { m.OwnerReferences = nil },
@@ -112,7 +114,7 @@ func TestOwnedRefusesLookAlikes(t *testing.T) {
 	} {
 		j := want.DeepCopy()
 		mutate(&j.Spec.Template.Spec, &j.ObjectMeta)
-		if Owned(j, uid, want) {
+		if tenantjobs.Mine(j, want) {
 			t.Errorf("%s: a look-alike is taken for the driver's Job", name)
 		}
 	}

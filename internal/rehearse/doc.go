@@ -13,10 +13,11 @@
 // for it and the throwaway etcd listens on 127.0.0.1 only. The scratch
 // data is removed before the step exits.
 //
-// The step reports one line of JSON (Report, at most MaxReportBytes) in
-// its termination message and exits with staging's codes: ExitRehearsed,
-// ExitRetryable, or ExitRefused for bytes that are refused or a snapshot
-// that does not boot or read back as staged.
+// The step reports one line of JSON (Report, in the one format of
+// internal/tenantjobs/report) in its termination message and exits with
+// that format's codes: report.ExitSucceeded, ExitRetryable, or ExitRefused
+// for bytes that are refused or a snapshot that does not boot or read back
+// as staged.
 //
 // This package holds what the driver shares with the step: its options
 // (Args, Parse) and its report (Line, ParseReport). The step itself is

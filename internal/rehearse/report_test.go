@@ -11,6 +11,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
@@ -58,12 +59,12 @@ func fullKeyspace(i int) backupsv1alpha1.KeyspaceManifest {
 // partial list of namespace names; ParseReport reads it back and refuses
 // anything malformed, oversized or beyond the manifest's bounds.
 func TestReportFitsAndParsesStrictly(t *testing.T) {
-	r := Report{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed, Message: strings.Repeat("é", 3000), Revision: 10, CompactedRevision: 10, Keys: 5}
+	r := Report{Envelope: report.Envelope{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed, Message: strings.Repeat("é", 3000)}, Revision: 10, CompactedRevision: 10, Keys: 5}
 	for i := range backupsv1alpha1.ManifestMaxKeyspaces {
 		r.Keyspaces = append(r.Keyspaces, fullKeyspace(i))
 	}
 	line := r.Line()
-	if len(line) > MaxReportBytes || strings.Count(line, "\n") != 1 {
+	if len(line) > report.MaxLine || strings.Count(line, "\n") != 1 {
 		t.Fatalf("report line is %d bytes", len(line))
 	}
 	got, err := ParseReport(line)
@@ -82,7 +83,7 @@ func TestReportFitsAndParsesStrictly(t *testing.T) {
 		t.Fatal("Line cut the caller's lists")
 	}
 
-	small := Report{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed, Revision: 10, CompactedRevision: 10, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 1}}}
+	small := Report{Envelope: report.Envelope{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed}, Revision: 10, CompactedRevision: 10, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 1}}}
 	if got, err := ParseReport(small.Line()); err != nil || !reflect.DeepEqual(got, small) {
 		t.Fatalf("ParseReport(small) = %+v, %v", got, err)
 	}

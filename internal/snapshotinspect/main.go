@@ -10,6 +10,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Subcommand is etcd-stage's first argument that runs Main.
@@ -25,7 +26,7 @@ type Options struct {
 	// emptyDir of the Pod); the file is removed afterwards.
 	WorkDir string
 	// TerminationLog receives the Report; empty means
-	// staging.DefaultTerminationLog.
+	// report.TerminationLog.
 	TerminationLog string
 }
 
@@ -62,7 +63,7 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.SetOutput(stderr)
 	done := staging.BindSource(fs, &o.Source)
 	fs.StringVar(&o.WorkDir, "work-dir", "", "Folder that holds the downloaded database while it is read.")
-	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+staging.DefaultTerminationLog+").")
+	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+report.TerminationLog+").")
 	// On an error the options read so far are returned too: Main still
 	// wants --termination-log to report the error.
 	if err := staging.ParseFlags(fs, args, done); err != nil {
@@ -83,12 +84,12 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	if err == nil {
 		m, err = run(ctx, o, env)
 	}
-	report := NewReport(m, err)
+	r := NewReport(m, err)
 	if err != nil {
-		fmt.Fprintf(stderr, "etcd-stage inspect: %s: %v\n", report.Reason, err)
+		fmt.Fprintf(stderr, "etcd-stage inspect: %s: %v\n", r.Reason, err)
 	}
-	staging.Emit("etcd-stage inspect", report.Line(), o.TerminationLog, stdout, stderr)
-	return report.ExitCode()
+	report.Emit("etcd-stage inspect", r.Line(), o.TerminationLog, stdout, stderr)
+	return r.ExitCode()
 }
 
 // downloadPrefix names the downloaded database in the work dir.

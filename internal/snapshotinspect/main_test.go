@@ -19,6 +19,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
@@ -134,7 +135,7 @@ func TestMainAgainstS3(t *testing.T) {
 	}
 
 	code, r := run(o, creds)
-	if code != staging.ExitStaged || r.Outcome != OutcomeInspected || r.Manifest == nil || !reflect.DeepEqual(*r.Manifest, want) {
+	if code != report.ExitSucceeded || r.Outcome != OutcomeInspected || r.Manifest == nil || !reflect.DeepEqual(*r.Manifest, want) {
 		t.Fatalf("exit %d, report %+v; want the manifest %+v", code, r, want)
 	}
 	if want.Keys != 4 || len(want.Keyspaces) != 1 || want.Keyspaces[0].Namespaces != 2 {
@@ -145,14 +146,14 @@ func TestMainAgainstS3(t *testing.T) {
 		mutate func(*Options)
 		keys   s3server.Credentials
 		exit   int
-		reason staging.Reason
+		reason report.Reason
 	}{
-		{"not etcd's database", func(o *Options) { o.Key, o.Size, o.SHA256 = "t/etcd/bad.db", int64(len(bad)), hexSum(bad) }, creds, staging.ExitRefused, staging.ReasonArtifactCorrupt},
-		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, staging.ExitRefused, staging.ReasonArtifactChanged},
-		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, staging.ExitRefused, staging.ReasonArtifactChanged},
-		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, staging.ExitRefused, staging.ReasonArtifactMissing},
-		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, staging.ExitRetryable, staging.ReasonCredentialsRejected},
-		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, staging.ExitRefused, staging.ReasonEndpointRefused},
+		{"not etcd's database", func(o *Options) { o.Key, o.Size, o.SHA256 = "t/etcd/bad.db", int64(len(bad)), hexSum(bad) }, creds, report.ExitRefused, staging.ReasonArtifactCorrupt},
+		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, report.ExitRefused, staging.ReasonArtifactChanged},
+		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, report.ExitRefused, staging.ReasonArtifactChanged},
+		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, report.ExitRefused, staging.ReasonArtifactMissing},
+		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, report.ExitRetryable, staging.ReasonCredentialsRejected},
+		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, report.ExitRefused, staging.ReasonEndpointRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := o

@@ -1,52 +1,29 @@
 package snapshotinspect
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
-// Outcome is how an inspection run ended.
-type Outcome string
-
-const (
-	// OutcomeInspected: the manifest is in the report (exit
-	// staging.ExitStaged, 0).
-	OutcomeInspected Outcome = "Inspected"
-	// OutcomeRetryable: failed; another attempt may succeed
-	// (staging.ExitRetryable).
-	OutcomeRetryable Outcome = "Retryable"
-	// OutcomeRefused: the object or the arguments are refused for good
-	// (staging.ExitRefused).
-	OutcomeRefused Outcome = "Refused"
-)
+// OutcomeInspected: the manifest is in the report (exit
+// report.ExitSucceeded). A run that did not inspect is report.Retryable
+// or report.Refused.
+const OutcomeInspected report.Outcome = "Inspected"
 
 // ReasonInspected is the reason of an inspection that produced its
 // manifest; the others are staging's (the same checks fail the same way).
-const ReasonInspected staging.Reason = "Inspected"
-
-// MaxReportMessage bounds the report's message, as it is and as JSON
-// writes it.
-const MaxReportMessage = 1024
-
-// MaxReportLine bounds the report's line: the kubelet keeps at most 4096
-// bytes of a termination message; Line shrinks the manifest's lists until
-// the report fits.
-const MaxReportLine = 4000
+const ReasonInspected report.Reason = "Inspected"
 
 // Report is the one line of JSON `etcd-stage inspect` writes to its
 // termination log (and stdout), for the driver to read from the Pod's
-// termination message.
+// termination message: the envelope every step's report has, and the
+// manifest.
 type Report struct {
-	Outcome Outcome        `json:"outcome"`
-	Reason  staging.Reason `json:"reason"`
-	// Message says what happened in words; cut to MaxReportMessage.
-	Message string `json:"message,omitempty"`
+	report.Envelope
 	// Manifest is set exactly when Outcome is OutcomeInspected. Its
 	// InspectedAt and Signature are left empty: the driver sets them.
 	Manifest *backupsv1alpha1.BackupManifest `json:"manifest,omitempty"`
@@ -55,111 +32,70 @@ type Report struct {
 // NewReport is the report of a run that returned m and err.
 func NewReport(m backupsv1alpha1.BackupManifest, err error) Report {
 	if err == nil {
-		r := Report{Outcome: OutcomeInspected, Reason: ReasonInspected, Manifest: &m}
+		r := Report{Envelope: report.Envelope{Outcome: OutcomeInspected, Reason: ReasonInspected}, Manifest: &m}
 		r.Message = fmt.Sprintf("inspected at revision %d (compacted up to %d): %d keys, %d Kubernetes keyspaces", m.Revision, m.CompactedRevision, m.Keys, len(m.Keyspaces))
 		return r
 	}
 	reason, retryable := staging.Classify(err)
-	r := Report{Outcome: OutcomeRefused, Reason: reason, Message: textlimit.Cut(err.Error(), MaxReportMessage)}
+	r := Report{Envelope: report.Envelope{Outcome: report.Refused, Reason: reason, Message: report.Cut(err.Error())}}
 	if retryable {
-		r.Outcome = OutcomeRetryable
+		r.Outcome = report.Retryable
 	}
 	return r
 }
 
-// ExitCode is the process exit code that goes with the report.
-func (r Report) ExitCode() int {
-	switch r.Outcome {
-	case OutcomeInspected:
-		return staging.ExitStaged
-	case OutcomeRefused:
-		return staging.ExitRefused
+// Step names the inspection step and its success.
+func (r *Report) Step() (string, report.Outcome) { return "inspection", OutcomeInspected }
+
+// Shrink cuts the manifest's lists (manifest.ShrinkKeyspaces) and says
+// so in Truncated.
+func (r *Report) Shrink() bool {
+	if r.Manifest == nil || !manifest.ShrinkKeyspaces(&r.Manifest.Keyspaces) {
+		return false
 	}
-	return staging.ExitRetryable
+	r.Manifest.Truncated = true
+	return true
 }
 
-// Line is the report as one line of JSON, newline included, at most
-// MaxReportLine bytes: while it is longer, the manifest's lists lose
-// entries (see manifest.ShrinkKeyspaces) and Truncated is set. The message is first cut
-// until JSON writes it in MaxReportMessage bytes (a control character
-// takes six).
-func (r Report) Line() string {
-	r.Message = textlimit.Cut(r.Message, MaxReportMessage)
-	for encodedLen(r.Message) > MaxReportMessage {
-		r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
+// Check refuses a success without a manifest within its bounds, and a
+// failure with one.
+func (r *Report) Check() error {
+	if r.Outcome != OutcomeInspected {
+		if r.Manifest != nil {
+			return fmt.Errorf("says %s but carries a manifest", r.Outcome)
+		}
+		return nil
 	}
+	if r.Manifest == nil || r.Reason != ReasonInspected {
+		return fmt.Errorf("says %s but carries no manifest", r.Outcome)
+	}
+	if err := checkManifest(r.Manifest); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	return nil
+}
+
+// ExitCode is the process exit code that goes with the report.
+func (r Report) ExitCode() int { return report.ExitCode(&r) }
+
+// Line is the report as one line of JSON, newline included, at most
+// report.MaxLine bytes (report.Line): the manifest's lists lose entries
+// until it fits, and Truncated says so; the report's own manifest is left
+// as it is.
+func (r Report) Line() string {
 	if r.Manifest != nil {
 		m := *r.Manifest
 		m.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), m.Keyspaces...)
 		r.Manifest = &m
 	}
-	for {
-		b, err := json.Marshal(r)
-		if err != nil {
-			// Only strings, integers and a time: cannot happen.
-			panic(err)
-		}
-		switch {
-		case len(b)+1 <= MaxReportLine:
-			return string(b) + "\n"
-		case r.Manifest != nil && manifest.ShrinkKeyspaces(&r.Manifest.Keyspaces):
-			r.Manifest.Truncated = true
-		case r.Message != "":
-			r.Message = textlimit.Cut(r.Message, len(r.Message)/2)
-		default:
-			// Nothing left to cut; a manifest within its bounds fits.
-			return string(b) + "\n"
-		}
-	}
+	return report.Line(&r)
 }
 
-// encodedLen is how many bytes JSON writes for s, quotes left out.
-func encodedLen(s string) int {
-	b, _ := json.Marshal(s)
-	return len(b) - 2
-}
-
-// MaxTerminationMessage is the most ParseReport reads: the kubelet keeps
-// no more.
-const MaxTerminationMessage = 4096
-
-// ParseReport reads a Pod's termination message. The Pod runs in a
-// tenant's namespace, so the message is untrusted data: it refuses
-// anything that is not one complete report within the manifest's bounds,
-// so a truncated, foreign or forged message is never taken for an outcome.
+// ParseReport reads a Pod's termination message strictly (report.Parse).
 func ParseReport(s string) (Report, error) {
-	if len(s) > MaxTerminationMessage {
-		return Report{}, fmt.Errorf("termination message is %d bytes, more than %d", len(s), MaxTerminationMessage)
-	}
 	var r Report
-	dec := json.NewDecoder(strings.NewReader(strings.TrimSpace(s)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Report{}, fmt.Errorf("termination message is not an inspection report: %w", err)
-	}
-	if dec.More() {
-		return Report{}, fmt.Errorf("termination message holds more than one inspection report")
-	}
-	if r.Reason == "" || len(r.Reason) > backupsv1alpha1.ManifestMaxName {
-		return Report{}, fmt.Errorf("inspection report has no usable reason")
-	}
-	if len(r.Message) > MaxReportMessage {
-		return Report{}, fmt.Errorf("inspection report's message is %d bytes, more than %d", len(r.Message), MaxReportMessage)
-	}
-	switch r.Outcome {
-	case OutcomeInspected:
-		if r.Manifest == nil || r.Reason != ReasonInspected {
-			return Report{}, fmt.Errorf("inspection report says %s but carries no manifest", r.Outcome)
-		}
-		if err := checkManifest(r.Manifest); err != nil {
-			return Report{}, fmt.Errorf("inspection report's manifest: %w", err)
-		}
-	case OutcomeRetryable, OutcomeRefused:
-		if r.Manifest != nil {
-			return Report{}, fmt.Errorf("inspection report says %s but carries a manifest", r.Outcome)
-		}
-	default:
-		return Report{}, fmt.Errorf("inspection report has unknown outcome %q", r.Outcome)
+	if err := report.Parse(s, &r); err != nil {
+		return Report{}, err
 	}
 	return r, nil
 }

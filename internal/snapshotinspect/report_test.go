@@ -9,6 +9,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // fullManifest is the largest manifest a Counter makes: every list at its
@@ -36,7 +37,7 @@ func fullManifest() backupsv1alpha1.BackupManifest {
 }
 
 // TestReportLineFitsTheTerminationMessage: the largest manifest, with the
-// longest message, still makes one line of at most MaxReportLine bytes
+// longest message, still makes one line of at most report.MaxLine bytes
 // that ParseReport accepts; the lists lose tail entries (never part of a
 // NamespaceNames list, which would read as namespaces gone), Truncated is
 // set, and the report it was made from is left untouched.
@@ -45,8 +46,8 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 	r := NewReport(m, nil)
 	r.Message = strings.Repeat("é", 3000)
 	line := r.Line()
-	if strings.Count(line, "\n") != 1 || len(line) > MaxReportLine {
-		t.Fatalf("report is %d bytes (%d lines), want one line of at most %d", len(line), strings.Count(line, "\n"), MaxReportLine)
+	if strings.Count(line, "\n") != 1 || len(line) > report.MaxLine {
+		t.Fatalf("report is %d bytes (%d lines), want one line of at most %d", len(line), strings.Count(line, "\n"), report.MaxLine)
 	}
 	got, err := ParseReport(line)
 	if err != nil {
@@ -74,17 +75,17 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 		t.Fatalf("a small report does not round-trip: %+v, %v", got, err)
 	}
 	refused := NewReport(backupsv1alpha1.BackupManifest{}, fmt.Errorf("%w: %s", s3object.ErrCorrupt, strings.Repeat("x", 5000)))
-	if refused.Outcome != OutcomeRefused || refused.Reason != staging.ReasonArtifactCorrupt || refused.ExitCode() != staging.ExitRefused || refused.Manifest != nil {
+	if refused.Outcome != report.Refused || refused.Reason != staging.ReasonArtifactCorrupt || refused.ExitCode() != report.ExitRefused || refused.Manifest != nil {
 		t.Fatalf("a corrupt object reports %+v", refused)
 	}
 	if got, err := ParseReport(refused.Line()); err != nil || !reflect.DeepEqual(got, refused) {
 		t.Fatalf("a refusal does not round-trip: %+v, %v", got, err)
 	}
 	// JSON writes a control character in six bytes: a message within
-	// MaxReportMessage can still be too long for the line.
+	// report.MaxMessage can still be too long for the line.
 	escaped := NewReport(fullManifest(), nil)
-	escaped.Message = strings.Repeat("\x01<", MaxReportMessage/2)
-	if line := escaped.Line(); len(line) > MaxReportLine {
+	escaped.Message = strings.Repeat("\x01<", report.MaxMessage/2)
+	if line := escaped.Line(); len(line) > report.MaxLine {
 		t.Fatalf("a message of control characters makes a %d-byte report", len(line))
 	} else if got, err := ParseReport(line); err != nil {
 		t.Fatal(err)
@@ -116,7 +117,7 @@ func TestParseReportRefusesHostileMessages(t *testing.T) {
 		return swap(`"resources":[{"name":"namespaces","count":1}]`, `"`+field+`":[`+strings.Join(items, ",")+`]`)
 	}
 	for name, msg := range map[string]string{
-		"oversized":             good + strings.Repeat(" ", MaxTerminationMessage),
+		"oversized":             good + strings.Repeat(" ", report.MaxLine),
 		"two objects":           good + "\n" + good,
 		"unknown field":         swap(`"keys":3`, `"keys":3,"extra":1`),
 		"unknown keyspace key":  swap(`"objects":2`, `"objects":2,"owner":"me"`),

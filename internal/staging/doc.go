@@ -26,8 +26,9 @@
 // edited, given a fresh trailer, synced and renamed into place, so the
 // output path never holds a partial or unchecked file.
 //
-// The Job reports one line of JSON (Report) in its termination message and
-// exits with ExitStaged, ExitRetryable or ExitRefused; the driver's Job
+// The Job reports one line of JSON (Report, in the one format of
+// internal/tenantjobs/report) in its termination message and exits with
+// report.ExitSucceeded, ExitRetryable or ExitRefused; the driver's Job
 // podFailurePolicy fails the Job at once on ExitRefused, and reads the
 // report with ParseReport.
 package staging

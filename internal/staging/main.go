@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Main is etcd-stage: it parses args (without the program name), reads the
@@ -20,25 +20,12 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	if err == nil {
 		res, err = run(ctx, o, env)
 	}
-	report := NewReport(res, err)
+	r := NewReport(res, err)
 	if err != nil {
-		fmt.Fprintf(stderr, "etcd-stage: %s: %v\n", report.Reason, err)
+		fmt.Fprintf(stderr, "etcd-stage: %s: %v\n", r.Reason, err)
 	}
-	Emit("etcd-stage", report.Line(), o.TerminationLog, stdout, stderr)
-	return report.ExitCode()
-}
-
-// Emit writes a report's line to stdout and to the termination log
-// (DefaultTerminationLog when logPath is empty); a failed write is said
-// on stderr, under name: the exit code still tells the Job what happened.
-func Emit(name, line, logPath string, stdout, stderr io.Writer) {
-	fmt.Fprint(stdout, line)
-	if logPath == "" {
-		logPath = DefaultTerminationLog
-	}
-	if err := os.WriteFile(logPath, []byte(line), 0o644); err != nil {
-		fmt.Fprintf(stderr, "%s: write the termination log: %v\n", name, err)
-	}
+	report.Emit("etcd-stage", r.Line(), o.TerminationLog, stdout, stderr)
+	return r.ExitCode()
 }
 
 func run(ctx context.Context, o Options, env func(string) string) (Result, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
@@ -66,25 +67,25 @@ func TestParseRefuses(t *testing.T) {
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err       error
-		reason    Reason
+		reason    report.Reason
 		retryable bool
 		exit      int
 	}{
-		{nil, ReasonStaged, false, ExitStaged},
-		{fmt.Errorf("x: %w", s3object.ErrSizeMismatch), ReasonArtifactChanged, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrChecksumMismatch), ReasonArtifactChanged, false, ExitRefused},
-		{errTooLarge, ReasonArtifactChanged, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrCorrupt), ReasonArtifactCorrupt, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrNotFound), ReasonArtifactMissing, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrNoSuchBucket), ReasonArtifactMissing, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrRefused), ReasonEndpointRefused, false, ExitRefused},
-		{fmt.Errorf("x: %w", ErrArguments), ReasonInvalidArguments, false, ExitRefused},
-		{fmt.Errorf("x: %w", ErrPlan), ReasonInvalidArguments, false, ExitRefused},
-		{fmt.Errorf("x: %w", s3object.ErrAccessDenied), ReasonCredentialsRejected, true, ExitRetryable},
-		{fmt.Errorf("x: %w", s3object.ErrCredentials), ReasonCredentialsRejected, true, ExitRetryable},
-		{fmt.Errorf("x: %w", localError{errors.New("no space left on device")}), ReasonVolumeFailed, true, ExitRetryable},
-		{errors.New("connection reset by peer"), ReasonTransient, true, ExitRetryable},
-		{context.DeadlineExceeded, ReasonTransient, true, ExitRetryable},
+		{nil, ReasonStaged, false, report.ExitSucceeded},
+		{fmt.Errorf("x: %w", s3object.ErrSizeMismatch), ReasonArtifactChanged, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrChecksumMismatch), ReasonArtifactChanged, false, report.ExitRefused},
+		{errTooLarge, ReasonArtifactChanged, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrCorrupt), ReasonArtifactCorrupt, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrNotFound), ReasonArtifactMissing, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrNoSuchBucket), ReasonArtifactMissing, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrRefused), ReasonEndpointRefused, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", ErrArguments), ReasonInvalidArguments, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", ErrPlan), ReasonInvalidArguments, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", s3object.ErrAccessDenied), ReasonCredentialsRejected, true, report.ExitRetryable},
+		{fmt.Errorf("x: %w", s3object.ErrCredentials), ReasonCredentialsRejected, true, report.ExitRetryable},
+		{fmt.Errorf("x: %w", localError{errors.New("no space left on device")}), ReasonVolumeFailed, true, report.ExitRetryable},
+		{errors.New("connection reset by peer"), ReasonTransient, true, report.ExitRetryable},
+		{context.DeadlineExceeded, ReasonTransient, true, report.ExitRetryable},
 	} {
 		reason, retryable := Classify(tc.err)
 		if reason != tc.reason || retryable != tc.retryable || ExitCode(tc.err) != tc.exit || NewReport(Result{}, tc.err).ExitCode() != tc.exit {
@@ -106,7 +107,7 @@ func TestParseReport(t *testing.T) {
 			t.Fatalf("ParseReport(%q) = %+v, %v", line, got, err)
 		}
 	}
-	if refused.Result != (Result{}) || refused.Outcome != OutcomeRefused || refused.Reason != ReasonArtifactChanged {
+	if refused.Result != (Result{}) || refused.Outcome != report.Refused || refused.Reason != ReasonArtifactChanged {
 		t.Fatalf("a refusal reports %+v", refused)
 	}
 	for _, bad := range []string{
@@ -123,7 +124,7 @@ func TestParseReport(t *testing.T) {
 }
 
 // Main against a real S3 server: stages the object, writes the report and
-// exits 0; refuses a missing object with ExitRefused; retries wrong keys.
+// exits 0; refuses a missing object with report.ExitRefused; retries wrong keys.
 func TestMainAgainstS3(t *testing.T) {
 	creds := s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "sk-0123456789"}
 	srv, err := s3server.Start(t.TempDir(), creds, "bkt")
@@ -171,7 +172,7 @@ func TestMainAgainstS3(t *testing.T) {
 	}
 
 	code, r := run(o, creds)
-	if code != ExitStaged || r.Outcome != OutcomeStaged || r.Revision != 1000+DefaultMargin || r.SnapshotRevision != 300 {
+	if code != report.ExitSucceeded || r.Outcome != OutcomeStaged || r.Revision != 1000+DefaultMargin || r.SnapshotRevision != 300 {
 		t.Fatalf("exit %d, report %+v", code, r)
 	}
 	if latest, compacted := readStaged(t, o.Out, r.Result); latest != r.Revision || compacted != r.Revision {
@@ -183,16 +184,16 @@ func TestMainAgainstS3(t *testing.T) {
 		mutate func(*Options)
 		keys   s3server.Credentials
 		exit   int
-		reason Reason
+		reason report.Reason
 	}{
-		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, ExitRefused, ReasonArtifactMissing},
-		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, ExitRefused, ReasonArtifactChanged},
-		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, ExitRefused, ReasonArtifactChanged},
-		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, ExitRetryable, ReasonCredentialsRejected},
-		{"no keys", func(*Options) {}, s3server.Credentials{}, ExitRetryable, ReasonCredentialsRejected},
-		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, ExitRefused, ReasonEndpointRefused},
-		{"http not allowed", func(o *Options) { o.AllowHTTP = false }, creds, ExitRefused, ReasonEndpointRefused},
-		{"both floor and bump", func(o *Options) { o.BumpRevision = 1 }, creds, ExitRefused, ReasonInvalidArguments},
+		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, report.ExitRefused, ReasonArtifactMissing},
+		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, report.ExitRefused, ReasonArtifactChanged},
+		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, report.ExitRefused, ReasonArtifactChanged},
+		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, report.ExitRetryable, ReasonCredentialsRejected},
+		{"no keys", func(*Options) {}, s3server.Credentials{}, report.ExitRetryable, ReasonCredentialsRejected},
+		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, report.ExitRefused, ReasonEndpointRefused},
+		{"http not allowed", func(o *Options) { o.AllowHTTP = false }, creds, report.ExitRefused, ReasonEndpointRefused},
+		{"both floor and bump", func(o *Options) { o.BumpRevision = 1 }, creds, report.ExitRefused, ReasonInvalidArguments},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := o

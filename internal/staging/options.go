@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Names of the environment variables Main reads: the credentials Secret's
@@ -16,10 +18,6 @@ const (
 	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
 	EnvCAPEM           = "S3_CA_PEM"
 )
-
-// DefaultTerminationLog is where Kubernetes reads a container's
-// termination message.
-const DefaultTerminationLog = "/dev/termination-log"
 
 // Options are etcd-stage's flags. The driver builds the staging Job's
 // arguments with Args, from facts it signed, never from tenant input.
@@ -44,7 +42,7 @@ type Options struct {
 	AllowedEndpointCIDRs []string
 	AllowHTTP            bool
 	// TerminationLog receives the Report; empty means
-	// DefaultTerminationLog.
+	// report.TerminationLog.
 	TerminationLog string
 }
 
@@ -179,7 +177,7 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.Int64Var(&o.RevisionFloor, "revision-floor", 0, fmt.Sprintf("Live revision read before the cluster stopped: the staged snapshot restores at max(snapshot, floor)+%d.", DefaultMargin))
 	fs.Int64Var(&o.BumpRevision, "bump-revision", 0, fmt.Sprintf("Raise the snapshot's revision by this much instead (when the live revision is unknown; etcd recommends %d).", UnknownLiveBump))
 	fs.StringVar(&o.Out, "out", "", "Path of the staged snapshot, on the volume the etcd-operator restores from.")
-	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+DefaultTerminationLog+").")
+	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+report.TerminationLog+").")
 	// On an error the options read so far are returned too: Main still
 	// wants --termination-log to report the error.
 	err := ParseFlags(fs, args, done)

@@ -4,60 +4,48 @@ import (
 	"errors"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
-// Reason says why staging ended as it did; the driver shows it in the
-// RestoreJob's condition.
-type Reason string
+// Why staging ends as it does (report.Reason); the driver shows it in the
+// RestoreJob's condition. The inspection and the rehearsal, which stage
+// the same way, end for the same reasons.
 
 // Terminal reasons: retrying the Job cannot change them.
 const (
 	// ReasonStaged: the staged snapshot is in place.
-	ReasonStaged Reason = "Staged"
+	ReasonStaged report.Reason = "Staged"
 	// ReasonArtifactChanged: the object's size or sha256 is not the
 	// recorded one (it was overwritten or truncated since the backup).
-	ReasonArtifactChanged Reason = "ArtifactChanged"
+	ReasonArtifactChanged report.Reason = "ArtifactChanged"
 	// ReasonArtifactCorrupt: etcd's integrity trailer or the database in
 	// the object is invalid.
-	ReasonArtifactCorrupt Reason = "ArtifactCorrupt"
+	ReasonArtifactCorrupt report.Reason = "ArtifactCorrupt"
 	// ReasonArtifactMissing: no such object (or bucket).
-	ReasonArtifactMissing Reason = "ArtifactMissing"
+	ReasonArtifactMissing report.Reason = "ArtifactMissing"
 	// ReasonEndpointRefused: the endpoint breaks the endpoint policy;
 	// nothing was sent to it.
-	ReasonEndpointRefused Reason = "EndpointRefused"
+	ReasonEndpointRefused report.Reason = "EndpointRefused"
 	// ReasonInvalidArguments: the Job's arguments are unusable.
-	ReasonInvalidArguments Reason = "InvalidArguments"
+	ReasonInvalidArguments report.Reason = "InvalidArguments"
 )
 
 // Retryable reasons: another attempt may succeed.
 const (
 	// ReasonCredentialsRejected: S3 refused the keys, or they are
 	// missing from the environment. Keys rotate, so this is retried.
-	ReasonCredentialsRejected Reason = "CredentialsRejected"
+	ReasonCredentialsRejected report.Reason = "CredentialsRejected"
 	// ReasonVolumeFailed: writing the staging volume failed (full,
 	// read-only, I/O error).
-	ReasonVolumeFailed Reason = "VolumeFailed"
+	ReasonVolumeFailed report.Reason = "VolumeFailed"
 	// ReasonTransient: the store could not be reached or the read broke
 	// off (network, 5xx, timeouts, cancellation).
-	ReasonTransient Reason = "Transient"
-)
-
-// Exit codes of etcd-stage. The driver's Job podFailurePolicy fails the
-// Job at once on ExitRefused and lets its backoff retry everything else.
-// ExitRefused is a code nothing but a refusal produces: a Go panic or
-// runtime fatal error exits 2, a kill 128+signal (137 for an OOM kill),
-// a command that cannot start 126–128; 65 is sysexits' EX_DATAERR ("the
-// input data was incorrect"), which neither Go, the container runtime
-// nor the kubelet uses.
-const (
-	ExitStaged    = 0
-	ExitRetryable = 1
-	ExitRefused   = 65
+	ReasonTransient report.Reason = "Transient"
 )
 
 // Classify maps an error of Stage or Main to its Reason and whether a
 // retry may succeed; a nil error is ReasonStaged.
-func Classify(err error) (Reason, bool) {
+func Classify(err error) (report.Reason, bool) {
 	var local localError
 	switch {
 	case err == nil:
@@ -83,10 +71,10 @@ func Classify(err error) (Reason, bool) {
 // ExitCode is the exit code for an error of Stage or Main.
 func ExitCode(err error) int {
 	if err == nil {
-		return ExitStaged
+		return report.ExitSucceeded
 	}
 	if _, retryable := Classify(err); retryable {
-		return ExitRetryable
+		return report.ExitRetryable
 	}
-	return ExitRefused
+	return report.ExitRefused
 }

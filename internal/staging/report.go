@@ -1,101 +1,64 @@
 package staging
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
-// Outcome is how a staging run ended.
-type Outcome string
-
-const (
-	// OutcomeStaged: the output is in place (exit ExitStaged).
-	OutcomeStaged Outcome = "Staged"
-	// OutcomeRetryable: failed; another attempt may succeed (ExitRetryable).
-	OutcomeRetryable Outcome = "Retryable"
-	// OutcomeRefused: refused for good (ExitRefused).
-	OutcomeRefused Outcome = "Refused"
-)
-
-// MaxReportMessage bounds the report's message: the kubelet keeps at most
-// 4096 bytes of a termination message, and the JSON around the message
-// must fit as well.
-const MaxReportMessage = 2048
+// OutcomeStaged: the output is in place (exit report.ExitSucceeded). A
+// run that did not stage is report.Retryable or report.Refused.
+const OutcomeStaged report.Outcome = "Staged"
 
 // Report is the one line of JSON etcd-stage writes to its termination log
-// (and stdout), for the driver to read from the Pod's termination message.
+// (and stdout), for the driver to read from the Pod's termination
+// message: the envelope every step's report has, and the Result.
 type Report struct {
-	Outcome Outcome `json:"outcome"`
-	Reason  Reason  `json:"reason"`
-	// Message says what happened in words; cut to MaxReportMessage.
-	Message string `json:"message,omitempty"`
+	report.Envelope
 	Result
 }
 
 // NewReport is the report of a run that returned res and err.
 func NewReport(res Result, err error) Report {
 	reason, retryable := Classify(err)
-	r := Report{Outcome: OutcomeStaged, Reason: reason, Result: res}
+	r := Report{Envelope: report.Envelope{Outcome: OutcomeStaged, Reason: reason}, Result: res}
 	switch {
 	case err == nil:
 		r.Message = fmt.Sprintf("staged at revision %d (snapshot at %d), compacted up to %d", res.Revision, res.SnapshotRevision, res.CompactedRevision)
 	case retryable:
-		r.Outcome, r.Message, r.Result = OutcomeRetryable, err.Error(), Result{}
+		r.Outcome, r.Message, r.Result = report.Retryable, err.Error(), Result{}
 	default:
-		r.Outcome, r.Message, r.Result = OutcomeRefused, err.Error(), Result{}
+		r.Outcome, r.Message, r.Result = report.Refused, err.Error(), Result{}
 	}
-	r.Message = textlimit.Cut(r.Message, MaxReportMessage)
+	r.Message = report.Cut(r.Message)
 	return r
 }
 
-// ExitCode is the process exit code that goes with the report.
-func (r Report) ExitCode() int {
-	switch r.Outcome {
-	case OutcomeStaged:
-		return ExitStaged
-	case OutcomeRefused:
-		return ExitRefused
+// Step names the staging step and its success.
+func (r *Report) Step() (string, report.Outcome) { return "staging", OutcomeStaged }
+
+// Shrink has nothing to cut: the report carries no lists.
+func (r *Report) Shrink() bool { return false }
+
+// Check refuses a success without a result.
+func (r *Report) Check() error {
+	if r.Outcome == OutcomeStaged && (r.Revision <= 0 || r.CompactedRevision <= 0 || r.SHA256 == "" || r.Size <= 0) {
+		return fmt.Errorf("says %s but carries no result", r.Outcome)
 	}
-	return ExitRetryable
+	return nil
 }
+
+// ExitCode is the process exit code that goes with the report.
+func (r Report) ExitCode() int { return report.ExitCode(&r) }
 
 // Line is the report as one line of JSON, newline included.
-func (r Report) Line() string {
-	b, err := json.Marshal(r)
-	if err != nil {
-		// Only strings and integers: cannot happen.
-		panic(err)
-	}
-	return string(b) + "\n"
-}
+func (r Report) Line() string { return report.Line(&r) }
 
-// ParseReport reads a Pod's termination message. It refuses anything that
-// is not one complete report, so a truncated or foreign message is never
-// mistaken for an outcome.
+// ParseReport reads a Pod's termination message strictly (report.Parse).
 func ParseReport(s string) (Report, error) {
 	var r Report
-	dec := json.NewDecoder(strings.NewReader(strings.TrimSpace(s)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&r); err != nil {
-		return Report{}, fmt.Errorf("termination message is not a staging report: %w", err)
-	}
-	if dec.More() {
-		return Report{}, fmt.Errorf("termination message holds more than one staging report")
-	}
-	switch r.Outcome {
-	case OutcomeStaged:
-		if r.Revision <= 0 || r.CompactedRevision <= 0 || r.SHA256 == "" || r.Size <= 0 {
-			return Report{}, fmt.Errorf("staging report says %s but carries no result", r.Outcome)
-		}
-	case OutcomeRetryable, OutcomeRefused:
-	default:
-		return Report{}, fmt.Errorf("staging report has unknown outcome %q", r.Outcome)
-	}
-	if r.Reason == "" {
-		return Report{}, fmt.Errorf("staging report has no reason")
+	if err := report.Parse(s, &r); err != nil {
+		return Report{}, err
 	}
 	return r, nil
 }

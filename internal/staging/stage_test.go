@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // boltSnapshot is a snapshot as etcd's Maintenance API streams it: a bolt
@@ -159,7 +160,7 @@ func TestStageRefusesWhatIsNotTheRecordedSnapshot(t *testing.T) {
 		r      io.Reader
 		size   int64
 		sha    string
-		reason Reason
+		reason report.Reason
 	}{
 		{"truncated", bytes.NewReader(snap[:len(snap)-512]), size, sum, ReasonArtifactChanged},
 		{"longer than recorded", bytes.NewReader(append(append([]byte(nil), snap...), 0)), size, sum, ReasonArtifactChanged},

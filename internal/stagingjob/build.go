@@ -9,10 +9,11 @@
 // so etcd starts from exactly the bytes that were checked: whoever holds
 // the bucket key cannot swap the object after the check.
 //
-// The Job runs the driver's own image with no service account token, as a
-// non-root user with a read-only root filesystem, bounded CPU and memory,
-// and a podFailurePolicy that ends it at once when the artifact is refused
-// (staging.ExitRefused, a code no crash produces) while network hiccups
+// The Job runs the driver's own image hardened as every tenant Job is
+// (tenantjobs.JobSpec): no service account token, a non-root user with a
+// read-only root filesystem, bounded CPU and memory, and a
+// podFailurePolicy that ends it at once when the artifact is refused
+// (report.ExitRefused, a code no crash produces) while network hiccups
 // and crashes are retried.
 package stagingjob
 
@@ -31,6 +32,8 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Files on the staging claim, and where the Job mounts it.
@@ -38,18 +41,8 @@ const (
 	RestoreFile  = "restore.db"
 	RollbackFile = "rollback.db"
 	MountPath    = "/staging"
-	// Command is the staging binary in the driver's image.
-	Command = "/etcd-stage"
-	// TerminationLog is where the binary writes its one-line JSON report.
-	TerminationLog = "/dev/termination-log"
-)
-
-// Exit codes of the staging binary: a refused artifact ends the Job at once
-// (podFailurePolicy); anything else, a crash included, is retried up to
-// BackoffLimit.
-const (
-	ExitRefused  = staging.ExitRefused
-	BackoffLimit = 2
+	// Command is the binary the Job runs, as every tenant Job does.
+	Command = tenantjobs.Command
 )
 
 // Revision margins. UnknownLiveBump is etcd's own recommendation when the
@@ -123,7 +116,7 @@ func Name(uid types.UID) string { return "etcd-staging-" + names.Hash(string(uid
 // the capture, where tenants cannot read them; it creates the claim before
 // the Job, so the claim's name, which the Job shows, tells nothing of the
 // Job's.
-func NewName() string { return RandomName("etcd-staging-") }
+func NewName() string { return tenantjobs.RandomName("etcd-staging-") }
 
 // Labels mark the Job, its Pods and the claim as a restore's staging.
 func Labels(uid types.UID) map[string]string {
@@ -176,35 +169,16 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 		},
 	}
 	restorePlan, rollbackPlan := revisionPlans(s.LiveRevision)
-	containers := []corev1.Container{container(s, restoreContainer, s.Restore, RestoreFile, restorePlan)}
-	var inits []corev1.Container
+	pod := tenantjobs.Pod{
+		Labels:     Labels(s.RestoreJobUID),
+		Containers: []tenantjobs.Container{container(s, restoreContainer, s.Restore, RestoreFile, restorePlan)},
+		Volumes: []corev1.Volume{{Name: "staging", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
+	}
 	if s.Rollback != nil {
-		inits = append(inits, container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan))
+		pod.InitContainers = []tenantjobs.Container{container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan)}
 	}
-	deadline := int64(max(s.Deadline/time.Second, 60))
-	job := &batchv1.Job{
-		ObjectMeta: *meta.DeepCopy(),
-		Spec: batchv1.JobSpec{
-			BackoffLimit:            ptr(int32(BackoffLimit)),
-			ActiveDeadlineSeconds:   &deadline,
-			TTLSecondsAfterFinished: ptr(int32(TTLAfterFinished / time.Second)),
-			PodFailurePolicy:        FailurePolicy(ExitRefused),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: Labels(s.RestoreJobUID)},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: ptr(false),
-					EnableServiceLinks:           ptr(false),
-					SecurityContext:              PodSecurityContext(),
-					InitContainers:               inits,
-					Containers:                   containers,
-					Volumes: []corev1.Volume{{Name: "staging", VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
-				},
-			},
-		},
-	}
-	return pvc, job
+	return pvc, &batchv1.Job{ObjectMeta: *meta.DeepCopy(), Spec: tenantjobs.JobSpec(pod, s.Deadline, TTLAfterFinished)}
 }
 
 // revisionPlan is how far one staged file's revision is raised: above a
@@ -222,22 +196,17 @@ func revisionPlans(live int64) (restore, rollback revisionPlan) {
 // restoreContainer stages the restore's own file (FloorOf reads it).
 const restoreContainer = "stage"
 
-func container(s Spec, name string, o Object, file string, p revisionPlan) corev1.Container {
+func container(s Spec, name string, o Object, file string, p revisionPlan) tenantjobs.Container {
 	args := staging.Options{
 		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
 		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
 		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
-		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: TerminationLog,
+		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: report.TerminationLog,
 	}.Args()
-	env := CredentialsEnv(o.SecretName, s.CAPEM)
-	return corev1.Container{
-		Name: name, Image: s.Image, Command: []string{Command}, Args: args, Env: env,
-		ImagePullPolicy:          corev1.PullIfNotPresent,
-		TerminationMessagePath:   TerminationLog,
-		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		VolumeMounts:             []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},
-		Resources:                Resources("64Mi", "256Mi"),
-		SecurityContext:          ContainerSecurityContext(),
+	return tenantjobs.Container{
+		Name: name, Image: s.Image, Args: args, Env: tenantjobs.CredentialsEnv(o.SecretName, s.CAPEM),
+		Mounts:        []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},
+		RequestMemory: "64Mi", LimitMemory: "256Mi",
 	}
 }
 

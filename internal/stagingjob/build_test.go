@@ -9,6 +9,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 func spec() Spec {
@@ -84,7 +85,7 @@ func TestJobIsBoundedAndUnprivileged(t *testing.T) {
 		t.Fatalf("TTL after finished %v, want a day", ttl)
 	}
 	rule := job.Spec.PodFailurePolicy.Rules[0]
-	if rule.Action != batchv1.PodFailurePolicyActionFailJob || rule.OnExitCodes.Values[0] != staging.ExitRefused {
+	if rule.Action != batchv1.PodFailurePolicyActionFailJob || rule.OnExitCodes.Values[0] != report.ExitRefused {
 		t.Fatalf("refusal rule %+v", rule)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Main is `etcd-stage rehearse`: args are the flags after the subcommand.
@@ -21,22 +22,14 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	o, err := rehearse.Parse(args, stderr)
 	var r rehearse.Report
 	if err != nil {
-		r = rehearse.Failure(rehearse.OutcomeRefused, rehearse.Reason(staging.ReasonInvalidArguments), err)
+		r = rehearse.Failure(report.Refused, staging.ReasonInvalidArguments, err)
 	} else {
 		r = run(ctx, o, env, stderr)
 	}
-	line := r.Line()
-	fmt.Fprint(stdout, line)
 	if r.Outcome != rehearse.OutcomeRehearsed {
 		fmt.Fprintf(stderr, "etcd-stage rehearse: %s: %s\n", r.Reason, r.Message)
 	}
-	logPath := o.Staging.TerminationLog
-	if logPath == "" {
-		logPath = staging.DefaultTerminationLog
-	}
-	if werr := os.WriteFile(logPath, []byte(line), 0o644); werr != nil {
-		fmt.Fprintf(stderr, "etcd-stage rehearse: write the termination log: %v\n", werr)
-	}
+	report.Emit("etcd-stage rehearse", r.Line(), o.Staging.TerminationLog, stdout, stderr)
 	return r.ExitCode()
 }
 
@@ -45,10 +38,10 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 func run(ctx context.Context, o rehearse.Options, env func(string) string, stderr io.Writer) rehearse.Report {
 	dir := o.Scratch()
 	if err := os.RemoveAll(dir); err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("remove a leftover %s: %w", dir, err))
+		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("remove a leftover %s: %w", dir, err))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("create %s: %w", dir, err))
+		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("create %s: %w", dir, err))
 	}
 	defer os.RemoveAll(dir)
 
@@ -59,11 +52,11 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	staging.Main(ctx, so.Args(), env, io.Discard, stderr)
 	msg, err := os.ReadFile(so.TerminationLog)
 	if err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
+		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
 	}
 	sr, err := staging.ParseReport(string(msg))
 	if err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.ReasonStagingUnreported, err)
+		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, err)
 	}
 	if sr.Outcome != staging.OutcomeStaged {
 		return rehearse.FromStaging(sr)
@@ -72,40 +65,39 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	data := filepath.Join(dir, rehearse.DataDir)
 	m, err := restoreDataDir(so.Out, data)
 	if err != nil {
-		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonSnapshotUnbootable, err)
+		return rehearse.Failure(report.Refused, rehearse.ReasonSnapshotUnbootable, err)
 	}
 	// The restore has copied the database: the staged file is now only
 	// needed for the offline count, which reads the database without its
 	// trailer.
 	if err := os.Truncate(so.Out, sr.Size-sha256.Size); err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("strip the staged trailer: %w", err))
+		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
 	}
 	manifest, err := snapshotinspect.InspectFile(so.Out)
 	if err != nil {
-		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.Reason(staging.ReasonArtifactCorrupt), fmt.Errorf("inspect the staged snapshot: %w", err))
+		return rehearse.Failure(report.Refused, staging.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
 	}
 	if err := os.Remove(so.Out); err != nil {
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonVolumeFailed), fmt.Errorf("remove the staged snapshot: %w", err))
+		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("remove the staged snapshot: %w", err))
 	}
 
 	rb, err := bootAndRead(ctx, m, sr.Result)
 	switch {
 	case errors.Is(err, errMismatch):
-		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonReadBackMismatch, err)
+		return rehearse.Failure(report.Refused, rehearse.ReasonReadBackMismatch, err)
 	case errors.Is(err, errBoot):
-		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonSnapshotUnbootable, err)
+		return rehearse.Failure(report.Refused, rehearse.ReasonSnapshotUnbootable, err)
 	case err != nil:
-		return rehearse.Failure(rehearse.OutcomeRetryable, rehearse.Reason(staging.ReasonTransient), err)
+		return rehearse.Failure(report.Retryable, staging.ReasonTransient, err)
 	}
 	if rb.keys != manifest.Keys {
-		return rehearse.Failure(rehearse.OutcomeRefused, rehearse.ReasonReadBackMismatch,
+		return rehearse.Failure(report.Refused, rehearse.ReasonReadBackMismatch,
 			fmt.Errorf("%w: the booted etcd holds %d keys, the staged file %d", errMismatch, rb.keys, manifest.Keys))
 	}
 	keyspaces, truncated := rb.counter.Keyspaces()
 	return rehearse.Report{
-		Outcome:           rehearse.OutcomeRehearsed,
-		Reason:            rehearse.ReasonRehearsed,
-		Message:           fmt.Sprintf("booted the staged snapshot (from revision %d) at revision %d, compacted up to %d; read back %d keys", sr.SnapshotRevision, rb.revision, rb.compacted, rb.keys),
+		Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed,
+			Message: fmt.Sprintf("booted the staged snapshot (from revision %d) at revision %d, compacted up to %d; read back %d keys", sr.SnapshotRevision, rb.revision, rb.compacted, rb.keys)},
 		Revision:          rb.revision,
 		CompactedRevision: rb.compacted,
 		Keys:              rb.keys,

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -165,7 +166,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 
 	t.Run("rehearsed", func(t *testing.T) {
 		code, r := run(t, base(t))
-		if code != rehearse.ExitRehearsed || r.Outcome != rehearse.OutcomeRehearsed || r.Reason != rehearse.ReasonRehearsed {
+		if code != report.ExitSucceeded || r.Outcome != rehearse.OutcomeRehearsed || r.Reason != rehearse.ReasonRehearsed {
 			t.Fatalf("exit %d, report %+v", code, r)
 		}
 		if r.Revision != rev+10000 || r.CompactedRevision != rev+10000 {
@@ -191,18 +192,18 @@ func TestRehearseAgainstS3(t *testing.T) {
 		name   string
 		mutate func(*rehearse.Options)
 		exit   int
-		reason rehearse.Reason
+		reason report.Reason
 	}{
-		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactChanged)},
-		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactCorrupt)},
-		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonArtifactMissing)},
-		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, rehearse.ExitRefused, rehearse.Reason(staging.ReasonEndpointRefused)},
+		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, report.ExitRefused, staging.ReasonArtifactChanged},
+		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, report.ExitRefused, staging.ReasonArtifactCorrupt},
+		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, report.ExitRefused, staging.ReasonArtifactMissing},
+		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, report.ExitRefused, staging.ReasonEndpointRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base(t)
 			tc.mutate(&o)
 			code, r := run(t, o)
-			if code != tc.exit || r.Reason != tc.reason || r.Outcome != rehearse.OutcomeRefused || !strings.HasPrefix(r.Message, "staging: ") {
+			if code != tc.exit || r.Reason != tc.reason || r.Outcome != report.Refused || !strings.HasPrefix(r.Message, "staging: ") {
 				t.Fatalf("exit %d, report %+v; want exit %d, %s", code, r, tc.exit, tc.reason)
 			}
 		})

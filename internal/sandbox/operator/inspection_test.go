@@ -29,6 +29,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // An inspection Job of a real snapshot in the sandbox's S3 completes, and
@@ -96,8 +98,8 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 		tn.g.Expect(k8s.Create(tn.ctx, job)).To(Succeed())
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-			out, _ := inspectjob.OutcomeOf(job)
-			g.Expect(out).NotTo(Equal(inspectjob.Running))
+			out, _ := tenantjobs.OutcomeOf(job)
+			g.Expect(out).NotTo(Equal(tenantjobs.Running))
 		}, time.Minute).Should(Succeed())
 		pods := tn.jobPods(job)
 		tn.g.Expect(pods).To(HaveLen(1), "one Pod: it completed, or FailJob ended the Job without a retry")
@@ -105,10 +107,11 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	}
 
 	job, pod := run("inspect-good", "sha256:"+hex.EncodeToString(sum[:]))
-	out, msg := inspectjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(inspectjob.Inspected), msg)
+	out, msg := tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
 	tn.g.Expect(pod.Spec.NodeName).To(Equal(operator.NodeName))
-	r, err := inspectjob.ReportOf(&pod)
+	var r snapshotinspect.Report
+	err = tenantjobs.ReportOf(&pod, inspectjob.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(r.Outcome).To(Equal(snapshotinspect.OutcomeInspected))
 	tn.g.Expect(*r.Manifest).To(Equal(want))
@@ -118,12 +121,13 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	tn.g.Expect(entries).To(BeEmpty(), "the download was removed")
 
 	job, pod = run("inspect-changed", strings.Repeat("0", 64))
-	out, msg = inspectjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(inspectjob.Refused), msg)
+	out, msg = tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
 	tn.g.Expect(jobCondition(job, batchv1.JobFailed)).To(HaveField("Reason", batchv1.JobReasonPodFailurePolicy))
-	r, err = inspectjob.ReportOf(&pod)
+	r = snapshotinspect.Report{}
+	err = tenantjobs.ReportOf(&pod, inspectjob.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
-	tn.g.Expect(r.Outcome).To(Equal(snapshotinspect.OutcomeRefused))
+	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
 	tn.g.Expect(r.Reason).To(Equal(staging.ReasonArtifactChanged))
 	tn.g.Expect(r.Manifest).To(BeNil())
 }

@@ -31,6 +31,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // A rehearsal Job of a real snapshot completes with a Rehearsed report at
@@ -81,8 +83,8 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 		tn.g.Expect(k8s.Create(tn.ctx, job)).To(Succeed())
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-			out, _ := stagingjob.OutcomeOf(job)
-			g.Expect(out).NotTo(Equal(stagingjob.Running))
+			out, _ := tenantjobs.OutcomeOf(job)
+			g.Expect(out).NotTo(Equal(tenantjobs.Running))
 		}, 2*time.Minute).Should(Succeed())
 		pods := tn.jobPods(job)
 		tn.g.Expect(pods).To(HaveLen(1))
@@ -100,8 +102,8 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	}
 
 	job, r := run("rehearse-good", hex.EncodeToString(sum[:]))
-	out, msg := stagingjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(stagingjob.Staged), msg)
+	out, msg := tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
 	tn.g.Expect(r.Outcome).To(Equal(rehearse.OutcomeRehearsed), r.Message)
 	tn.g.Expect(r.Revision).To(BeEquivalentTo(floor + staging.DefaultMargin))
 	tn.g.Expect(r.Keys).To(BeEquivalentTo(5))
@@ -110,8 +112,8 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	tn.g.Expect(r.Keyspaces[0].Resources).To(ContainElement(backupsv1alpha1.ObjectCount{Name: "pods", Count: 3}))
 
 	job, r = run("rehearse-changed", strings.Repeat("0", 64))
-	out, msg = stagingjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(stagingjob.Refused), msg)
-	tn.g.Expect(r.Outcome).To(Equal(rehearse.OutcomeRefused))
+	out, msg = tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
+	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
 	tn.g.Expect(r.Reason).To(BeEquivalentTo(staging.ReasonArtifactChanged))
 }

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -95,7 +95,7 @@ func TestStagingCrashIsRetriedNotRefused(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		tn := newTenant(t)
 		tn.secret()
-		job := build(tn, corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(staging.ExitRefused)},
+		job := build(tn, corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(report.ExitRefused)},
 			corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())

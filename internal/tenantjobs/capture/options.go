@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Subcommand is the first argument of etcd-stage that selects the capture.
@@ -57,7 +58,7 @@ type Options struct {
 	SegmentInterval time.Duration
 	SegmentBytes    int64
 	// TerminationLog receives the Report; empty means
-	// staging.DefaultTerminationLog.
+	// report.TerminationLog.
 	TerminationLog string
 }
 
@@ -150,7 +151,7 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Base.SHA256, "base-sha256", "", "Recorded sha256 of the base Backup's snapshot, 64 lower-case hex digits.")
 	fs.DurationVar(&o.SegmentInterval, "segment-interval", DefaultSegmentInterval, "Cut a segment at most this long after its first change.")
 	fs.Int64Var(&o.SegmentBytes, "segment-bytes", DefaultSegmentBytes, "Cut a segment once its changes reach this many bytes.")
-	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report (default "+staging.DefaultTerminationLog+").")
+	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report (default "+report.TerminationLog+").")
 	err := staging.ParseFlags(fs, args, func() {
 		o.EtcdEndpoints, o.AllowedEndpointCIDRs = splitList(endpoints), splitList(cidrs)
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -69,8 +70,8 @@ const (
 // but the step produces it.
 const (
 	ExitStopped   = 0
-	ExitRetryable = staging.ExitRetryable
-	ExitRefused   = staging.ExitRefused
+	ExitRetryable = report.ExitRetryable
+	ExitRefused   = report.ExitRefused
 	ExitGap       = 66
 )
 

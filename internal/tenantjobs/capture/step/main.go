@@ -11,6 +11,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Main is `etcd-stage capture`: args are the flags after the subcommand.
@@ -27,7 +28,7 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	if err != nil {
 		fmt.Fprintf(stderr, "etcd-stage capture: %s: %v\n", r.Reason, err)
 	}
-	staging.Emit("etcd-stage capture", r.Line(), o.TerminationLog, stdout, stderr)
+	report.Emit("etcd-stage capture", r.Line(), o.TerminationLog, stdout, stderr)
 	return r.ExitCode()
 }
 
