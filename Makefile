@@ -80,8 +80,8 @@ $(BIN)/etcdutl: $(TOOLS)/go.mod
 
 # etcd and etcdutl of every minor the etcd-operator may run, one module each
 # ($(TOOLS)/etcd-v3.5, $(TOOLS)/etcd-v3.6: the newest patch release the Go
-# proxy serves), for the staging proof in internal/staging, which restores a
-# staged snapshot with each of them as the operator does.
+# proxy serves), for the staging proof in internal/tenantjobs/staging/step,
+# which restores a staged snapshot with each of them as the operator does.
 ETCD_MINORS := v3.5 v3.6
 ETCD_VERSION_BINS := $(foreach m,$(ETCD_MINORS),$(BIN)/etcd-$(m)/etcd $(BIN)/etcd-$(m)/etcdutl)
 

@@ -1,7 +1,8 @@
 // Command etcd-stage is the staging step of an in-place restore: it checks
 // a stored etcd snapshot against the driver's recorded facts and rewrites
 // it so that the etcd-operator's plain restore of it starts above the live
-// revision with everything below compacted. See internal/staging.
+// revision with everything below compacted. See
+// internal/tenantjobs/staging/step.
 //
 // `etcd-stage inspect ...` is the inspection step of a backup: it checks the
 // stored snapshot the same way and reports what it holds. See
@@ -28,14 +29,14 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
 
 func main() {
-	// Answered before staging.Main parses its flags: --version is the
+	// Answered before stagingstep.Main parses its flags: --version is the
 	// binary's, not the staging step's.
 	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
 		fmt.Println(version.String("etcd-backup-driver etcd-stage"))
@@ -58,7 +59,7 @@ func main() {
 		}
 		code = capturestep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
-		code = staging.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+		code = stagingstep.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
 	stop()
 	os.Exit(code)

@@ -25,10 +25,10 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 const (
@@ -53,7 +53,7 @@ const MemoryLimit = "512Mi"
 // Object is the S3 object to inspect, as the Backup recorded it (the
 // staging Job's description of an object: endpoint, bucket, key, region,
 // path style, credentials Secret, size and sha256).
-type Object = stagingjob.Object
+type Object = staging.Object
 
 // Spec is what an inspection Job is built from.
 type Spec struct {
@@ -97,7 +97,7 @@ func WorkSize(s Spec) resource.Quantity {
 func Options(s Spec) snapshotinspect.Options {
 	o := s.Object
 	return snapshotinspect.Options{
-		Source: staging.Source{
+		Source: stagingstep.Source{
 			Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
 			Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
 			AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP,

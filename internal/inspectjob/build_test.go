@@ -13,8 +13,8 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func spec() Spec {
@@ -38,7 +38,7 @@ func TestArgumentsParseBackIntoTheRecordedFacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := snapshotinspect.Options{Source: staging.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
+	want := snapshotinspect.Options{Source: stagingstep.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
 		Size: 1 << 20, SHA256: strings.Repeat("a", 64), AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true},
 		WorkDir: WorkDir, TerminationLog: report.TerminationLog}
 	if !reflect.DeepEqual(o, want) {

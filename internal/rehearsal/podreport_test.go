@@ -16,9 +16,9 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
 // A Pod of the rehearsal Job whose report disagrees with how its container
@@ -27,7 +27,7 @@ import (
 func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	const uid = "0b8a6d2e-1111-2222-3333-444455556666"
 	want := rehearsaljob.Build(rehearsaljob.Spec{JobName: "etcd-rehearsal-x", Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid,
-		Image: "ghcr.io/x/driver:v1", Object: stagingjob.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "k.db",
+		Image: "ghcr.io/x/driver:v1", Object: staging.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "k.db",
 			SecretName: "creds", Size: 1 << 20, SHA256: "sha256:" + strings.Repeat("ab", 32)}, LiveRevision: 1500, Deadline: time.Hour},
 		metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: "rj", UID: uid})
 	job := want.DeepCopy()

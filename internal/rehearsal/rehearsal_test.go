@@ -21,8 +21,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -87,10 +87,10 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	g.Expect(rep.KeysBefore).To(Equal(int64(7)))
 	g.Expect(rep.KeysAfter).To(Equal(int64(13)))
 	g.Expect(rep.RevisionBefore).To(Equal(liveRev))
-	g.Expect(rep.RevisionAfter).To(Equal(liveRev + staging.DefaultMargin))
+	g.Expect(rep.RevisionAfter).To(Equal(liveRev + stagingstep.DefaultMargin))
 	g.Expect(rj.Status.Message).To(ContainSubstring("bring back namespaces b, c"))
 	g.Expect(rj.Status.Message).To(ContainSubstring("pods 5 → 9"))
-	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("revision %d → %d", liveRev, liveRev+staging.DefaultMargin)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("revision %d → %d", liveRev, liveRev+stagingstep.DefaultMargin)))
 
 	// Nothing live changed.
 	g.Expect(observeLive(t, ns)).To(Equal(before))
@@ -146,7 +146,7 @@ func TestDryRunOfACorruptedObjectFails(t *testing.T) {
 	ready := readyOf(rj)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
 	g.Expect(ready.Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsalFailed)))
-	g.Expect(rj.Status.Message).To(ContainSubstring(string(staging.ReasonArtifactChanged)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(string(stagingstep.ReasonArtifactChanged)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("sha256 differs from the recorded checksum"))
 	got := &backupsv1alpha1.Backup{}
 	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed())

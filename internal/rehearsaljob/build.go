@@ -29,10 +29,10 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Paths in the Pod.
@@ -60,7 +60,7 @@ type Spec struct {
 	RestoreJobName string
 	RestoreJobUID  string
 	Image          string
-	Object         stagingjob.Object
+	Object         staging.Object
 	// LiveRevision is the live cluster's revision; 0 when it could not be
 	// read (the snapshot's revision is then raised by UnknownLiveBump, as
 	// a real restore would).
@@ -95,7 +95,7 @@ func WorkDirSize(snapshotSize int64) resource.Quantity {
 
 // Options are the binary's options for s.
 func (s Spec) Options() rehearse.Options {
-	o := rehearse.Options{WorkDir: WorkDir, Staging: staging.Options{
+	o := rehearse.Options{WorkDir: WorkDir, Staging: stagingstep.Options{
 		Endpoint: s.Object.Endpoint, Bucket: s.Object.Bucket, Key: s.Object.Key, Region: s.Object.Region, PathStyle: s.Object.PathStyle,
 		Size: s.Object.Size, SHA256: strings.TrimPrefix(s.Object.SHA256, "sha256:"),
 		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: report.TerminationLog,
@@ -103,7 +103,7 @@ func (s Spec) Options() rehearse.Options {
 	if s.LiveRevision > 0 {
 		o.Staging.RevisionFloor = s.LiveRevision
 	} else {
-		o.Staging.BumpRevision = staging.UnknownLiveBump
+		o.Staging.BumpRevision = stagingstep.UnknownLiveBump
 	}
 	return o
 }

@@ -12,17 +12,17 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 const uid = "0b8a6d2e-1111-2222-3333-444455556666"
 
 func spec() Spec {
 	return Spec{JobName: NewName(), Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid, Image: "ghcr.io/x/driver:v1",
-		Object: stagingjob.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "tenant-a/etcd/s.db", SecretName: "creds",
+		Object: staging.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "tenant-a/etcd/s.db", SecretName: "creds",
 			Size: 1 << 30, SHA256: "sha256:" + strings.Repeat("ab", 32)},
 		LiveRevision: 1500, Deadline: 30 * time.Minute, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}}
 }
@@ -51,7 +51,7 @@ func TestArgumentsParseBackIntoTheVerifiedFacts(t *testing.T) {
 		if live > 0 && (o.Staging.RevisionFloor != live || o.Staging.BumpRevision != 0) {
 			t.Fatalf("live %d: floor %d bump %d", live, o.Staging.RevisionFloor, o.Staging.BumpRevision)
 		}
-		if live == 0 && o.Staging.BumpRevision != staging.UnknownLiveBump {
+		if live == 0 && o.Staging.BumpRevision != stagingstep.UnknownLiveBump {
 			t.Fatalf("unknown live revision: bump %d", o.Staging.BumpRevision)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package rehearse is `etcd-stage rehearse`, the step inside a dry-run
 // RestoreJob's Job: it stages the Backup's snapshot exactly as a real
-// restore does (internal/staging: size, sha256, trailer, the revision
+// restore does (internal/tenantjobs/staging/step: size, sha256, trailer, the revision
 // raise), restores the staged file into a scratch data directory with
 // etcdutl's library, boots a throwaway single-member etcd in-process on
 // loopback ports only, and reads it back through a client: the revision

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Subcommand is the first argument of etcd-stage that selects this step.
@@ -30,7 +30,7 @@ const (
 // and boots in. Staging's --out is not accepted: the staged file is the
 // step's own.
 type Options struct {
-	Staging staging.Options
+	Staging stagingstep.Options
 	WorkDir string
 }
 
@@ -58,21 +58,21 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 		switch {
 		case strings.HasPrefix(a, "--work-dir="):
 			if o.WorkDir != "" {
-				return o, fmt.Errorf("%w: --work-dir given twice", staging.ErrArguments)
+				return o, fmt.Errorf("%w: --work-dir given twice", stagingstep.ErrArguments)
 			}
 			o.WorkDir = strings.TrimPrefix(a, "--work-dir=")
 		case a == "--out" || strings.HasPrefix(a, "--out=") || a == "-out" || strings.HasPrefix(a, "-out="):
-			return o, fmt.Errorf("%w: --out is not an option of %s", staging.ErrArguments, Subcommand)
+			return o, fmt.Errorf("%w: --out is not an option of %s", stagingstep.ErrArguments, Subcommand)
 		default:
 			rest = append(rest, a)
 		}
 	}
 	if o.WorkDir == "" || !filepath.IsAbs(o.WorkDir) {
 		// Still read the termination log, to report the error there.
-		o.Staging, _ = staging.Parse(append(rest, "--out=/"+stagedFile), io.Discard)
-		return o, fmt.Errorf("%w: --work-dir must be an absolute path", staging.ErrArguments)
+		o.Staging, _ = stagingstep.Parse(append(rest, "--out=/"+stagedFile), io.Discard)
+		return o, fmt.Errorf("%w: --work-dir must be an absolute path", stagingstep.ErrArguments)
 	}
-	s, err := staging.Parse(append(rest, "--out="+o.stagedPath()), stderr)
+	s, err := stagingstep.Parse(append(rest, "--out="+o.stagedPath()), stderr)
 	o.Staging = s
 	return o, err
 }

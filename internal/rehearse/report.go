@@ -5,8 +5,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // OutcomeRehearsed: the staged snapshot booted and read back as staged
@@ -56,7 +56,7 @@ func Failure(outcome report.Outcome, reason report.Reason, err error) Report {
 }
 
 // FromStaging is the report of a staging step that did not stage.
-func FromStaging(sr staging.Report) Report {
+func FromStaging(sr stagingstep.Report) Report {
 	outcome := report.Retryable
 	if sr.Outcome == report.Refused {
 		outcome = report.Refused

@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
-	o := Options{WorkDir: "/work", Staging: staging.Options{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128,
+	o := Options{WorkDir: "/work", Staging: stagingstep.Options{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128,
 		SHA256: strings.Repeat("ab", 32), BumpRevision: 7, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, TerminationLog: "/dev/termination-log"}}
 	got, err := Parse(o.Args(), &bytes.Buffer{})
 	if err != nil {
@@ -31,7 +31,7 @@ func TestArgsRoundTrip(t *testing.T) {
 		"an --out":          append(o.Args(), "--out=/elsewhere"),
 		"two work dirs":     append(o.Args(), "--work-dir=/b"),
 	} {
-		if _, err := Parse(args, &bytes.Buffer{}); !errors.Is(err, staging.ErrArguments) {
+		if _, err := Parse(args, &bytes.Buffer{}); !errors.Is(err, stagingstep.ErrArguments) {
 			t.Errorf("%s: Parse = %v, want ErrArguments", name, err)
 		}
 	}

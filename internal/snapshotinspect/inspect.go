@@ -11,7 +11,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // InspectFile reads the bolt database at path (an etcd snapshot without
@@ -23,25 +23,25 @@ import (
 // The key bucket is walked in revision order keeping the live set (a put
 // adds, a tombstone removes), so memory grows with the live keys, not with
 // the history. Bytes that are not etcd's layout are s3object.ErrCorrupt;
-// failures of this machine (open, lock, read) are staging.LocalError.
+// failures of this machine (open, lock, read) are stagingstep.LocalError.
 func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, staging.LocalError(fmt.Errorf("stat the snapshot's database: %w", err))
+		return backupsv1alpha1.BackupManifest{}, stagingstep.LocalError(fmt.Errorf("stat the snapshot's database: %w", err))
 	}
-	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: staging.OpenTimeout()})
+	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: stagingstep.OpenTimeout()})
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, staging.DatabaseError("open the snapshot's database", err)
+		return backupsv1alpha1.BackupManifest{}, stagingstep.DatabaseError("open the snapshot's database", err)
 	}
 	defer db.Close()
 	m := backupsv1alpha1.BackupManifest{DBSizeBytes: st.Size()}
 	counter := manifest.NewCounter()
 	err = readGuarded(db, func(tx *bolt.Tx) error {
-		keys, meta, err := staging.Buckets(tx)
+		keys, meta, err := stagingstep.Buckets(tx)
 		if err != nil {
 			return err
 		}
-		marks, err := staging.ReadMarks(keys, meta)
+		marks, err := stagingstep.ReadMarks(keys, meta)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 		return nil
 	})
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, staging.DatabaseError("read the snapshot's database", err)
+		return backupsv1alpha1.BackupManifest{}, stagingstep.DatabaseError("read the snapshot's database", err)
 	}
 	m.Keys = counter.Keys()
 	m.Keyspaces, m.Truncated = counter.Keyspaces()
@@ -70,7 +70,7 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 // so nothing is left half-done; a crash instead would be retried as if
 // this machine had failed.
 func readGuarded(db *bolt.DB, fn func(*bolt.Tx) error) error {
-	return staging.Guarded(func() error { return db.View(fn) })
+	return stagingstep.Guarded(func() error { return db.View(fn) })
 }
 
 // liveKeys walks bucket "key" in revision order (its byte order) and
@@ -79,7 +79,7 @@ func liveKeys(keys *bolt.Bucket) (map[string]struct{}, error) {
 	live := map[string]struct{}{}
 	c := keys.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if _, err := staging.ParseRevisionKey(k); err != nil {
+		if _, err := stagingstep.ParseRevisionKey(k); err != nil {
 			return nil, err
 		}
 		key, err := keyOf(v)
@@ -90,7 +90,7 @@ func liveKeys(keys *bolt.Bucket) (map[string]struct{}, error) {
 			// An empty record: staging's revision bump writes one.
 			continue
 		}
-		if staging.IsTombstone(k) {
+		if stagingstep.IsTombstone(k) {
 			delete(live, string(key))
 		} else {
 			live[string(key)] = struct{}{}

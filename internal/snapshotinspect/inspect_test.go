@@ -19,7 +19,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -141,7 +141,7 @@ func TestInspectFileRefusesBadBytes(t *testing.T) {
 		}
 	}
 	_, err = InspectFile(filepath.Join(dir, "missing.db"))
-	if reason, retryable := staging.Classify(err); err == nil || !retryable || reason != staging.ReasonVolumeFailed {
+	if reason, retryable := stagingstep.Classify(err); err == nil || !retryable || reason != stagingstep.ReasonVolumeFailed {
 		t.Errorf("missing file: %v (%s, retryable %v), want a retryable local failure", err, reason, retryable)
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Subcommand is etcd-stage's first argument that runs Main.
@@ -21,7 +21,7 @@ const Subcommand = "inspect"
 type Options struct {
 	// Source is the one object to inspect, its recorded size and sha256
 	// (which it must match), and the driver's endpoint policy.
-	staging.Source
+	stagingstep.Source
 	// WorkDir receives the downloaded database while it is read (an
 	// emptyDir of the Pod); the file is removed afterwards.
 	WorkDir string
@@ -41,9 +41,9 @@ func (o Options) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s required", staging.ErrArguments, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s required", stagingstep.ErrArguments, strings.Join(missing, ", "))
 	}
-	return staging.CheckObject(o.Size, o.SHA256)
+	return stagingstep.CheckObject(o.Size, o.SHA256)
 }
 
 // Args are the container arguments, the subcommand first, that make
@@ -52,7 +52,7 @@ func (o Options) Args() []string {
 	args := append([]string{Subcommand}, o.ObjectArgs()...)
 	args = append(args, "--work-dir="+o.WorkDir)
 	args = append(args, o.PolicyArgs()...)
-	return append(args, staging.TerminationLogArgs(o.TerminationLog)...)
+	return append(args, stagingstep.TerminationLogArgs(o.TerminationLog)...)
 }
 
 // Parse reads `etcd-stage inspect`'s flags (the arguments after the
@@ -61,12 +61,12 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	var o Options
 	fs := flag.NewFlagSet("etcd-stage inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	done := staging.BindSource(fs, &o.Source)
+	done := stagingstep.BindSource(fs, &o.Source)
 	fs.StringVar(&o.WorkDir, "work-dir", "", "Folder that holds the downloaded database while it is read.")
 	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+report.TerminationLog+").")
 	// On an error the options read so far are returned too: Main still
 	// wants --termination-log to report the error.
-	if err := staging.ParseFlags(fs, args, done); err != nil {
+	if err := stagingstep.ParseFlags(fs, args, done); err != nil {
 		return o, err
 	}
 	return o, o.Validate()
@@ -96,18 +96,18 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 const downloadPrefix = ".inspect-"
 
 func run(ctx context.Context, o Options, env func(string) string) (backupsv1alpha1.BackupManifest, error) {
-	r, err := staging.Fetch(ctx, o.Source, env)
+	r, err := stagingstep.Fetch(ctx, o.Source, env)
 	if err != nil {
 		return backupsv1alpha1.BackupManifest{}, err
 	}
-	path, err := staging.Download(r, o.Size, o.SHA256, o.WorkDir, downloadPrefix)
+	path, err := stagingstep.Download(r, o.Size, o.SHA256, o.WorkDir, downloadPrefix)
 	r.Close()
 	if err != nil {
 		return backupsv1alpha1.BackupManifest{}, err
 	}
 	m, err := InspectFile(path)
 	if rerr := os.Remove(path); err == nil && rerr != nil {
-		err = staging.LocalError(fmt.Errorf("remove the downloaded database: %w", rerr))
+		err = stagingstep.LocalError(fmt.Errorf("remove the downloaded database: %w", rerr))
 	}
 	return m, err
 }

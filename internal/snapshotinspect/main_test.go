@@ -18,15 +18,15 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func TestArgsRoundTrip(t *testing.T) {
 	sum := strings.Repeat("ab", 32)
 	for _, o := range []Options{
-		{Source: staging.Source{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum}, WorkDir: "/work"},
-		{Source: staging.Source{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
+		{Source: stagingstep.Source{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum}, WorkDir: "/work"},
+		{Source: stagingstep.Source{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
 			AllowedEndpointCIDRs: []string{"10.0.0.0/8", "127.0.0.0/8"}, AllowHTTP: true}, WorkDir: "/w", TerminationLog: "/tmp/log"},
 	} {
 		args := o.Args()
@@ -41,7 +41,7 @@ func TestArgsRoundTrip(t *testing.T) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, o)
 		}
 	}
-	base := Options{Source: staging.Source{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128, SHA256: sum}, WorkDir: "/w"}
+	base := Options{Source: stagingstep.Source{Endpoint: "https://s3", Bucket: "b", Key: "k", Size: 4128, SHA256: sum}, WorkDir: "/w"}
 	for name, mutate := range map[string]func(*Options){
 		"no key":         func(o *Options) { o.Key = "" },
 		"no work dir":    func(o *Options) { o.WorkDir = "" },
@@ -50,7 +50,7 @@ func TestArgsRoundTrip(t *testing.T) {
 	} {
 		o := base
 		mutate(&o)
-		if _, err := Parse(o.Args()[1:], &bytes.Buffer{}); !errors.Is(err, staging.ErrArguments) {
+		if _, err := Parse(o.Args()[1:], &bytes.Buffer{}); !errors.Is(err, stagingstep.ErrArguments) {
 			t.Errorf("%s: Parse = %v, want ErrArguments", name, err)
 		}
 	}
@@ -108,13 +108,13 @@ func TestMainAgainstS3(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	o := Options{Source: staging.Source{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db", PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap),
+	o := Options{Source: stagingstep.Source{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db", PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap),
 		AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true}}
 	run := func(o Options, keys s3server.Credentials) (int, Report) {
 		t.Helper()
 		o.WorkDir = t.TempDir()
 		o.TerminationLog = filepath.Join(t.TempDir(), "termination-log")
-		env := map[string]string{staging.EnvAccessKeyID: keys.AccessKeyID, staging.EnvSecretAccessKey: keys.SecretAccessKey}
+		env := map[string]string{stagingstep.EnvAccessKeyID: keys.AccessKeyID, stagingstep.EnvSecretAccessKey: keys.SecretAccessKey}
 		var stdout, stderr bytes.Buffer
 		code := Main(ctx, o.Args()[1:], func(k string) string { return env[k] }, &stdout, &stderr)
 		msg, err := os.ReadFile(o.TerminationLog)
@@ -148,12 +148,12 @@ func TestMainAgainstS3(t *testing.T) {
 		exit   int
 		reason report.Reason
 	}{
-		{"not etcd's database", func(o *Options) { o.Key, o.Size, o.SHA256 = "t/etcd/bad.db", int64(len(bad)), hexSum(bad) }, creds, report.ExitRefused, staging.ReasonArtifactCorrupt},
-		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, report.ExitRefused, staging.ReasonArtifactChanged},
-		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, report.ExitRefused, staging.ReasonArtifactChanged},
-		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, report.ExitRefused, staging.ReasonArtifactMissing},
-		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, report.ExitRetryable, staging.ReasonCredentialsRejected},
-		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, report.ExitRefused, staging.ReasonEndpointRefused},
+		{"not etcd's database", func(o *Options) { o.Key, o.Size, o.SHA256 = "t/etcd/bad.db", int64(len(bad)), hexSum(bad) }, creds, report.ExitRefused, stagingstep.ReasonArtifactCorrupt},
+		{"other checksum recorded", func(o *Options) { o.SHA256 = strings.Repeat("0", 64) }, creds, report.ExitRefused, stagingstep.ReasonArtifactChanged},
+		{"other size recorded", func(o *Options) { o.Size += 512 }, creds, report.ExitRefused, stagingstep.ReasonArtifactChanged},
+		{"missing object", func(o *Options) { o.Key = "t/etcd/none.db" }, creds, report.ExitRefused, stagingstep.ReasonArtifactMissing},
+		{"wrong keys", func(*Options) {}, s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "wrong"}, report.ExitRetryable, stagingstep.ReasonCredentialsRejected},
+		{"loopback not allowed", func(o *Options) { o.AllowedEndpointCIDRs = nil }, creds, report.ExitRefused, stagingstep.ReasonEndpointRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := o

@@ -5,8 +5,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // OutcomeInspected: the manifest is in the report (exit
@@ -36,7 +36,7 @@ func NewReport(m backupsv1alpha1.BackupManifest, err error) Report {
 		r.Message = fmt.Sprintf("inspected at revision %d (compacted up to %d): %d keys, %d Kubernetes keyspaces", m.Revision, m.CompactedRevision, m.Keys, len(m.Keyspaces))
 		return r
 	}
-	reason, retryable := staging.Classify(err)
+	reason, retryable := stagingstep.Classify(err)
 	r := Report{Envelope: report.Envelope{Outcome: report.Refused, Reason: reason, Message: report.Cut(err.Error())}}
 	if retryable {
 		r.Outcome = report.Retryable

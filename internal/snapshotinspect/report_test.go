@@ -8,8 +8,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // fullManifest is the largest manifest a Counter makes: every list at its
@@ -75,7 +75,7 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 		t.Fatalf("a small report does not round-trip: %+v, %v", got, err)
 	}
 	refused := NewReport(backupsv1alpha1.BackupManifest{}, fmt.Errorf("%w: %s", s3object.ErrCorrupt, strings.Repeat("x", 5000)))
-	if refused.Outcome != report.Refused || refused.Reason != staging.ReasonArtifactCorrupt || refused.ExitCode() != report.ExitRefused || refused.Manifest != nil {
+	if refused.Outcome != report.Refused || refused.Reason != stagingstep.ReasonArtifactCorrupt || refused.ExitCode() != report.ExitRefused || refused.Manifest != nil {
 		t.Fatalf("a corrupt object reports %+v", refused)
 	}
 	if got, err := ParseReport(refused.Line()); err != nil || !reflect.DeepEqual(got, refused) {

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // What every Job the driver runs in a tenant's namespace shares (the
@@ -141,11 +141,11 @@ func Resources(requestMemory, limitMemory string) corev1.ResourceRequirements {
 
 // CredentialsEnv are the S3 keys from the named Secret, and the driver's
 // extra CA bundle when there is one, as every step reads them
-// (staging.Fetch).
+// (stagingstep.Fetch).
 func CredentialsEnv(secret, caPEM string) []corev1.EnvVar {
 	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, secret), secretEnv(s3object.SecretAccessKeyKey, secret)}
 	if caPEM != "" {
-		env = append(env, corev1.EnvVar{Name: staging.EnvCAPEM, Value: caPEM})
+		env = append(env, corev1.EnvVar{Name: stagingstep.EnvCAPEM, Value: caPEM})
 	}
 	return env
 }

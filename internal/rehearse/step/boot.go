@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // The throwaway member's identity: fixed, loopback only, never a peer of
@@ -98,7 +98,7 @@ type readBack struct {
 // bootAndRead starts the member in-process, checks it answers at the
 // staged revision with everything below compacted, walks every key (keys
 // only, in pages) into a Counter, and stops it.
-func bootAndRead(ctx context.Context, m member, staged staging.Result) (readBack, error) {
+func bootAndRead(ctx context.Context, m member, staged stagingstep.Result) (readBack, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = memberName
 	cfg.Dir = m.dir
@@ -146,7 +146,7 @@ func bootAndRead(ctx context.Context, m member, staged staging.Result) (readBack
 }
 
 // read checks the revision and the compaction and counts every key.
-func read(ctx context.Context, cli *clientv3.Client, staged staging.Result) (readBack, error) {
+func read(ctx context.Context, cli *clientv3.Client, staged stagingstep.Result) (readBack, error) {
 	head, err := cli.Get(ctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
 	if err != nil {
 		return readBack{}, fmt.Errorf("read the restored etcd's revision: %w", err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Main is `etcd-stage rehearse`: args are the flags after the subcommand.
@@ -22,7 +22,7 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	o, err := rehearse.Parse(args, stderr)
 	var r rehearse.Report
 	if err != nil {
-		r = rehearse.Failure(report.Refused, staging.ReasonInvalidArguments, err)
+		r = rehearse.Failure(report.Refused, stagingstep.ReasonInvalidArguments, err)
 	} else {
 		r = run(ctx, o, env, stderr)
 	}
@@ -38,10 +38,10 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 func run(ctx context.Context, o rehearse.Options, env func(string) string, stderr io.Writer) rehearse.Report {
 	dir := o.Scratch()
 	if err := os.RemoveAll(dir); err != nil {
-		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("remove a leftover %s: %w", dir, err))
+		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove a leftover %s: %w", dir, err))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("create %s: %w", dir, err))
+		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("create %s: %w", dir, err))
 	}
 	defer os.RemoveAll(dir)
 
@@ -49,16 +49,16 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	// checks, the same revision raise. Its report goes to a file of ours.
 	so := o.Staging
 	so.TerminationLog = filepath.Join(dir, rehearse.StageReportFile)
-	staging.Main(ctx, so.Args(), env, io.Discard, stderr)
+	stagingstep.Main(ctx, so.Args(), env, io.Discard, stderr)
 	msg, err := os.ReadFile(so.TerminationLog)
 	if err != nil {
 		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
 	}
-	sr, err := staging.ParseReport(string(msg))
+	sr, err := stagingstep.ParseReport(string(msg))
 	if err != nil {
 		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, err)
 	}
-	if sr.Outcome != staging.OutcomeStaged {
+	if sr.Outcome != stagingstep.OutcomeStaged {
 		return rehearse.FromStaging(sr)
 	}
 
@@ -71,14 +71,14 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	// needed for the offline count, which reads the database without its
 	// trailer.
 	if err := os.Truncate(so.Out, sr.Size-sha256.Size); err != nil {
-		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
+		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
 	}
 	manifest, err := snapshotinspect.InspectFile(so.Out)
 	if err != nil {
-		return rehearse.Failure(report.Refused, staging.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
+		return rehearse.Failure(report.Refused, stagingstep.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
 	}
 	if err := os.Remove(so.Out); err != nil {
-		return rehearse.Failure(report.Retryable, staging.ReasonVolumeFailed, fmt.Errorf("remove the staged snapshot: %w", err))
+		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove the staged snapshot: %w", err))
 	}
 
 	rb, err := bootAndRead(ctx, m, sr.Result)
@@ -88,7 +88,7 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	case errors.Is(err, errBoot):
 		return rehearse.Failure(report.Refused, rehearse.ReasonSnapshotUnbootable, err)
 	case err != nil:
-		return rehearse.Failure(report.Retryable, staging.ReasonTransient, err)
+		return rehearse.Failure(report.Retryable, stagingstep.ReasonTransient, err)
 	}
 	if rb.keys != manifest.Keys {
 		return rehearse.Failure(report.Refused, rehearse.ReasonReadBackMismatch,

@@ -22,8 +22,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -131,11 +131,11 @@ func TestRehearseAgainstS3(t *testing.T) {
 	upload("t/etcd/bad.db", bad)
 
 	env := func(k string) string {
-		return map[string]string{staging.EnvAccessKeyID: creds.AccessKeyID, staging.EnvSecretAccessKey: creds.SecretAccessKey}[k]
+		return map[string]string{stagingstep.EnvAccessKeyID: creds.AccessKeyID, stagingstep.EnvSecretAccessKey: creds.SecretAccessKey}[k]
 	}
 	base := func(t *testing.T) rehearse.Options {
 		dir := t.TempDir()
-		return rehearse.Options{WorkDir: filepath.Join(dir, "work"), Staging: staging.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
+		return rehearse.Options{WorkDir: filepath.Join(dir, "work"), Staging: stagingstep.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
 			PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap), BumpRevision: 10000,
 			AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true, TerminationLog: filepath.Join(dir, "termination-log")}}
 	}
@@ -194,10 +194,10 @@ func TestRehearseAgainstS3(t *testing.T) {
 		exit   int
 		reason report.Reason
 	}{
-		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, report.ExitRefused, staging.ReasonArtifactChanged},
-		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, report.ExitRefused, staging.ReasonArtifactCorrupt},
-		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, report.ExitRefused, staging.ReasonArtifactMissing},
-		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, report.ExitRefused, staging.ReasonEndpointRefused},
+		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, report.ExitRefused, stagingstep.ReasonArtifactChanged},
+		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, report.ExitRefused, stagingstep.ReasonArtifactCorrupt},
+		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, report.ExitRefused, stagingstep.ReasonArtifactMissing},
+		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, report.ExitRefused, stagingstep.ReasonEndpointRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base(t)

@@ -28,9 +28,9 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // An inspection Job of a real snapshot in the sandbox's S3 completes, and
@@ -128,6 +128,6 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	err = tenantjobs.ReportOf(&pod, inspectjob.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
-	tn.g.Expect(r.Reason).To(Equal(staging.ReasonArtifactChanged))
+	tn.g.Expect(r.Reason).To(Equal(stagingstep.ReasonArtifactChanged))
 	tn.g.Expect(r.Manifest).To(BeNil())
 }

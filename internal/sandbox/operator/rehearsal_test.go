@@ -29,10 +29,10 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // A rehearsal Job of a real snapshot completes with a Rehearsed report at
@@ -76,7 +76,7 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 		t.Helper()
 		job := rehearsaljob.Build(rehearsaljob.Spec{
 			JobName: name, Namespace: tn.ns, RestoreJobName: rj.Name, RestoreJobUID: string(rj.UID), Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: stagingjob.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: staging.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			LiveRevision: floor, Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		}, owner)
@@ -105,7 +105,7 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	out, msg := tenantjobs.OutcomeOf(job)
 	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
 	tn.g.Expect(r.Outcome).To(Equal(rehearse.OutcomeRehearsed), r.Message)
-	tn.g.Expect(r.Revision).To(BeEquivalentTo(floor + staging.DefaultMargin))
+	tn.g.Expect(r.Revision).To(BeEquivalentTo(floor + stagingstep.DefaultMargin))
 	tn.g.Expect(r.Keys).To(BeEquivalentTo(5))
 	tn.g.Expect(r.Keyspaces).To(HaveLen(1))
 	tn.g.Expect(r.Keyspaces[0].NamespaceNames).To(Equal([]string{"a", "b"}))
@@ -115,5 +115,5 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	out, msg = tenantjobs.OutcomeOf(job)
 	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
 	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
-	tn.g.Expect(r.Reason).To(BeEquivalentTo(staging.ReasonArtifactChanged))
+	tn.g.Expect(r.Reason).To(BeEquivalentTo(stagingstep.ReasonArtifactChanged))
 }

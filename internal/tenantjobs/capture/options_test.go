@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func goodOptions() Options {
@@ -62,12 +62,12 @@ func TestValidateRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := goodOptions()
 			tc.edit(&o)
-			if err := o.Validate(); !errors.Is(err, staging.ErrArguments) {
+			if err := o.Validate(); !errors.Is(err, stagingstep.ErrArguments) {
 				t.Fatalf("Validate = %v, want ErrArguments", err)
 			}
 		})
 	}
-	if _, err := Parse([]string{"--bucket=b", "stray"}, io.Discard); !errors.Is(err, staging.ErrArguments) {
+	if _, err := Parse([]string{"--bucket=b", "stray"}, io.Discard); !errors.Is(err, stagingstep.ErrArguments) {
 		t.Fatalf("a stray argument: %v", err)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -59,10 +59,10 @@ const (
 	// (revision or snapshot sha256) than the arguments name, or is not
 	// an index. Refused.
 	ReasonChainMismatch       Reason = "ChainMismatch"
-	ReasonInvalidArguments           = Reason(staging.ReasonInvalidArguments)
-	ReasonEndpointRefused            = Reason(staging.ReasonEndpointRefused)
-	ReasonCredentialsRejected        = Reason(staging.ReasonCredentialsRejected)
-	ReasonTransient                  = Reason(staging.ReasonTransient)
+	ReasonInvalidArguments           = Reason(stagingstep.ReasonInvalidArguments)
+	ReasonEndpointRefused            = Reason(stagingstep.ReasonEndpointRefused)
+	ReasonCredentialsRejected        = Reason(stagingstep.ReasonCredentialsRejected)
+	ReasonTransient                  = Reason(stagingstep.ReasonTransient)
 )
 
 // Exit codes. ExitGap is sysexits' EX_NOINPUT ("the input does not

@@ -24,8 +24,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -116,9 +116,9 @@ func options(etcdURL, s3URL string, b changelog.Base, dir string) capture.Option
 
 func env(name string) string {
 	switch name {
-	case staging.EnvAccessKeyID:
+	case stagingstep.EnvAccessKeyID:
 		return s3creds.AccessKeyID
-	case staging.EnvSecretAccessKey:
+	case stagingstep.EnvSecretAccessKey:
 		return s3creds.SecretAccessKey
 	}
 	return ""

@@ -9,9 +9,9 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Main is `etcd-stage capture`: args are the flags after the subcommand.
@@ -83,7 +83,7 @@ func classify(err error) (capture.Outcome, capture.Reason) {
 		return capture.OutcomeStopped, capture.ReasonStopped
 	case errors.As(err, &g):
 		return capture.OutcomeGap, g.reason
-	case errors.Is(err, staging.ErrArguments):
+	case errors.Is(err, stagingstep.ErrArguments):
 		return capture.OutcomeRefused, capture.ReasonInvalidArguments
 	case errors.Is(err, errChainMismatch):
 		return capture.OutcomeRefused, capture.ReasonChainMismatch

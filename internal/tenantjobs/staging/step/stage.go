@@ -1,4 +1,4 @@
-package staging
+package step
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package stagingjob
+package staging
 
 import (
 	"strings"
@@ -6,8 +6,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -36,7 +36,7 @@ func PodReport(p *corev1.Pod) (reason, message string) {
 		if t == nil || t.ExitCode == 0 {
 			continue
 		}
-		var r staging.Report
+		var r step.Report
 		if tenantjobs.ReportOf(p, st.Name, &r) == nil && r.Message != "" {
 			return textlimit.Value(string(r.Reason)), textlimit.Note(r.Message)
 		}

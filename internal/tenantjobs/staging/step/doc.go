@@ -31,4 +31,4 @@
 // report.ExitSucceeded, ExitRetryable or ExitRefused; the driver's Job
 // podFailurePolicy fails the Job at once on ExitRefused, and reads the
 // report with ParseReport.
-package staging
+package step

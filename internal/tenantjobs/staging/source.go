@@ -1,4 +1,4 @@
-package stagingjob
+package staging
 
 import (
 	"context"

@@ -1,13 +1,14 @@
-// Package stagingjob builds the Job (and its PersistentVolumeClaim) that
+// Package staging builds the Job (and its PersistentVolumeClaim) that
 // stages a restore: in the tenant's namespace, before anything is
 // destroyed, it streams the Backup's snapshot (and the safety Backup's)
 // from S3, checks size, sha256 and etcd's integrity trailer against what
 // the driver verified, raises the snapshot's revision above the live
-// cluster's and marks everything below compacted (cmd/etcd-stage,
-// internal/staging), and leaves the result on the claim. The re-created
+// cluster's and marks everything below compacted (`etcd-stage`, the step
+// in ./step), and leaves the result on the claim. The re-created
 // EtcdCluster boots from that claim (spec.bootstrap.restore.source.pvc),
 // so etcd starts from exactly the bytes that were checked: whoever holds
-// the bucket key cannot swap the object after the check.
+// the bucket key cannot swap the object after the check. The restore
+// drives the Job (internal/restore, staging.go).
 //
 // The Job runs the driver's own image hardened as every tenant Job is
 // (tenantjobs.JobSpec): no service account token, a non-root user with a
@@ -15,7 +16,7 @@
 // podFailurePolicy that ends it at once when the artifact is refused
 // (report.ExitRefused, a code no crash produces) while network hiccups
 // and crashes are retried.
-package stagingjob
+package staging
 
 import (
 	"fmt"
@@ -31,9 +32,9 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Files on the staging claim, and where the Job mounts it.
@@ -50,7 +51,7 @@ const (
 // writes between two backups). A rollback lands above anything the
 // restored cluster can have reached in its short, fenced life.
 const (
-	UnknownLiveBump = staging.UnknownLiveBump
+	UnknownLiveBump = step.UnknownLiveBump
 	RollbackMargin  = 1_000_000_000
 )
 
@@ -197,7 +198,7 @@ func revisionPlans(live int64) (restore, rollback revisionPlan) {
 const restoreContainer = "stage"
 
 func container(s Spec, name string, o Object, file string, p revisionPlan) tenantjobs.Container {
-	args := staging.Options{
+	args := step.Options{
 		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
 		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
 		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
@@ -222,9 +223,9 @@ func Describe(s Spec) string {
 
 // RecheckBudget is how far the live revision may move past the one a
 // Job's snapshot was staged above before the purge is refused: half the
-// margin the staging adds above it (staging.DefaultMargin), so the other
+// margin the staging adds above it (step.DefaultMargin), so the other
 // half covers the writes that still land while the old cluster stops.
-const RecheckBudget = staging.DefaultMargin / 2
+const RecheckBudget = step.DefaultMargin / 2
 
 // FloorOf is the live revision the restore's file of Job j was staged
 // above (its --revision-floor), or 0 when it was raised by a fixed bump

@@ -1,4 +1,4 @@
-package stagingjob
+package staging
 
 import (
 	"io"
@@ -8,8 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func spec() Spec {
@@ -36,7 +36,7 @@ func TestArgumentsParseBackIntoTheVerifiedFacts(t *testing.T) {
 	_, job := Build(spec())
 	check := func(args []string, key, sha string, size, floor, bump int64, out string) {
 		t.Helper()
-		o, err := staging.Parse(args, io.Discard)
+		o, err := step.Parse(args, io.Discard)
 		if err != nil {
 			t.Fatalf("parse %v: %v", args, err)
 		}
