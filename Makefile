@@ -155,7 +155,7 @@ bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing 
 	go test ./test/bench -run '^$$' -bench Inspection -benchtime 1x -timeout 60m
 	# What the inspection Job's reading costs: snapshots of 50,000 and
 	# 200,000 objects.
-	go test ./internal/snapshotinspect -run '^$$' -bench InspectFile -benchtime 5x
+	go test ./internal/tenantjobs/inspection/step -run '^$$' -bench InspectFile -benchtime 5x
 	# Point-in-time restore's engine (docs/point-in-time.md): bytes stored
 	# and CPU per change, the capture's cost per change against a real
 	# etcd, and a replay of 10,000 changes after the base.

@@ -6,7 +6,7 @@
 //
 // `etcd-stage inspect ...` is the inspection step of a backup: it checks the
 // stored snapshot the same way and reports what it holds. See
-// internal/snapshotinspect.
+// internal/tenantjobs/inspection/step.
 //
 // `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
 // snapshot as a restore would, boots it in a throwaway etcd on loopback
@@ -28,9 +28,9 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/memlimit"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
@@ -45,9 +45,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var code int
 	switch {
-	case len(os.Args) > 1 && os.Args[1] == snapshotinspect.Subcommand:
+	case len(os.Args) > 1 && os.Args[1] == inspectionstep.Subcommand:
 		// The inspection Job: read what a stored snapshot holds.
-		code = snapshotinspect.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		code = inspectionstep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
 		// A dry run's rehearsal: stage, boot and read back.
 		code = step.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)

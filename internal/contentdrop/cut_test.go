@@ -6,8 +6,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
 
 // controlPlane adds the keys of one Kubernetes keyspace to c: four
@@ -32,8 +32,8 @@ func controlPlane(c *manifest.Counter, prefix string, resources, each int) {
 func inspected(t *testing.T, c *manifest.Counter) *backupsv1alpha1.BackupManifest {
 	t.Helper()
 	ks, cut := c.Keyspaces()
-	rep := snapshotinspect.NewReport(backupsv1alpha1.BackupManifest{Revision: 100, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}, nil)
-	got, err := snapshotinspect.ParseReport(rep.Line())
+	rep := inspectionstep.NewReport(backupsv1alpha1.BackupManifest{Revision: 100, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}, nil)
+	got, err := inspectionstep.ParseReport(rep.Line())
 	if err != nil {
 		t.Fatal(err)
 	}

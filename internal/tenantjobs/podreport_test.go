@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -21,8 +21,8 @@ func podWith(name, message string, exit int32) *corev1.Pod {
 
 // reportOf is the inspection report ReportOf reads from p's inspect
 // container.
-func reportOf(p *corev1.Pod) (snapshotinspect.Report, error) {
-	var r snapshotinspect.Report
+func reportOf(p *corev1.Pod) (inspectionstep.Report, error) {
+	var r inspectionstep.Report
 	err := ReportOf(p, inspect, &r)
 	return r, err
 }
@@ -31,10 +31,10 @@ func reportOf(p *corev1.Pod) (snapshotinspect.Report, error) {
 // well-formed report agreeing with the exit code, and refuses every
 // hostile message a tenant's Pod can leave.
 func TestReportOfRefusesHostileMessages(t *testing.T) {
-	good := snapshotinspect.NewReport(backupsv1alpha1.BackupManifest{Revision: 7, Keys: 2, DBSizeBytes: 20480, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{
+	good := inspectionstep.NewReport(backupsv1alpha1.BackupManifest{Revision: 7, Keys: 2, DBSizeBytes: 20480, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{
 		Prefix: "/registry", Objects: 2, Namespaces: 1, Resources: []backupsv1alpha1.ObjectCount{{Name: "namespaces", Count: 1}}, NamespaceNames: []string{"default"}}}}, nil).Line()
 	r, err := reportOf(podWith(inspect, good, 0))
-	if err != nil || r.Outcome != snapshotinspect.OutcomeInspected || r.Manifest.Revision != 7 {
+	if err != nil || r.Outcome != inspectionstep.OutcomeInspected || r.Manifest.Revision != 7 {
 		t.Fatalf("ReportOf(good) = %+v, %v", r, err)
 	}
 	refused := `{"outcome":"Refused","reason":"ArtifactChanged","message":"sha256 differs"}`

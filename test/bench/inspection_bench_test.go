@@ -10,11 +10,11 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
 
 // BenchmarkInspection measures what inspecting Backups costs the driver
-// (internal/backupinspection), on an API server of its own. BENCH_TENANTS
+// (internal/tenantjobs/inspection), on an API server of its own. BENCH_TENANTS
 // tenants back up once with the inspection controller off
 // (--disable-controllers=backupinspection): the baseline. Then a driver
 // with it on inspects that round's Backups as a backlog, with nothing
@@ -33,7 +33,7 @@ func BenchmarkInspection(b *testing.B) {
 	tenants := createTenants(b, "in", n)
 	jobs := watchFinish(b, &backupsv1alpha1.BackupJob{}, backupJobEnded)
 	inspected := watchFinish(b, &backupsv1alpha1.Backup{}, backupInspected)
-	startInspectionKubelet(b, snapshotinspect.NewReport(benchManifest(), nil), envDuration("BENCH_INSPECT_DELAY", defaultOperatorDelay))
+	startInspectionKubelet(b, inspectionstep.NewReport(benchManifest(), nil), envDuration("BENCH_INSPECT_DELAY", defaultOperatorDelay))
 
 	// The baseline: the backup path alone.
 	plain := startDriver(b, image, "--disable-controllers=sharedcreds,backupinspection")

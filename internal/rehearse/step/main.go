@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -73,7 +73,7 @@ func run(ctx context.Context, o rehearse.Options, env func(string) string, stder
 	if err := os.Truncate(so.Out, sr.Size-sha256.Size); err != nil {
 		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
 	}
-	manifest, err := snapshotinspect.InspectFile(so.Out)
+	manifest, err := inspectionstep.InspectFile(so.Out)
 	if err != nil {
 		return rehearse.Failure(report.Refused, stagingstep.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
 	}

@@ -1,7 +1,7 @@
 package operator_test
 
 // The sandbox's part of a Backup's inspection (issue 33): the driver's
-// inspection Job, built by inspectjob.Build, runs on the kubelet stand-in
+// inspection Job, built by inspection.Build, runs on the kubelet stand-in
 // as the real etcd-stage against the real Job controller and a real S3
 // server, with its emptyDir as a folder of the Pod's.
 
@@ -24,11 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -63,7 +63,7 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	// What the Pod must report: InspectFile of the same database, read here.
 	db := filepath.Join(t.TempDir(), "db")
 	tn.g.Expect(os.WriteFile(db, body[:len(body)-sha256.Size], 0o600)).To(Succeed())
-	want, err := snapshotinspect.InspectFile(db)
+	want, err := inspectionstep.InspectFile(db)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(want.Keys).To(BeEquivalentTo(10))
 	tn.g.Expect(want.Keyspaces).To(HaveLen(2))
@@ -89,9 +89,9 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	tn.g.Expect(k8s.Create(tn.ctx, backup)).To(Succeed())
 	run := func(name, sha string) (*batchv1.Job, corev1.Pod) {
 		t.Helper()
-		job := inspectjob.Build(inspectjob.Spec{
+		job := inspection.Build(inspection.Spec{
 			Namespace: tn.ns, JobName: name, BackupName: backup.Name, BackupUID: backup.UID, Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: inspectjob.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: tenantjobs.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		})
@@ -110,10 +110,10 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	out, msg := tenantjobs.OutcomeOf(job)
 	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
 	tn.g.Expect(pod.Spec.NodeName).To(Equal(operator.NodeName))
-	var r snapshotinspect.Report
-	err = tenantjobs.ReportOf(&pod, inspectjob.ContainerName, &r)
+	var r inspectionstep.Report
+	err = tenantjobs.ReportOf(&pod, inspection.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
-	tn.g.Expect(r.Outcome).To(Equal(snapshotinspect.OutcomeInspected))
+	tn.g.Expect(r.Outcome).To(Equal(inspectionstep.OutcomeInspected))
 	tn.g.Expect(*r.Manifest).To(Equal(want))
 	workDir := filepath.Join(podsDir, tn.ns, pod.Name+"-"+string(pod.UID), "volumes", "work")
 	entries, err := os.ReadDir(workDir)
@@ -124,8 +124,8 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	out, msg = tenantjobs.OutcomeOf(job)
 	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
 	tn.g.Expect(jobCondition(job, batchv1.JobFailed)).To(HaveField("Reason", batchv1.JobReasonPodFailurePolicy))
-	r = snapshotinspect.Report{}
-	err = tenantjobs.ReportOf(&pod, inspectjob.ContainerName, &r)
+	r = inspectionstep.Report{}
+	err = tenantjobs.ReportOf(&pod, inspection.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
 	tn.g.Expect(r.Reason).To(Equal(stagingstep.ReasonArtifactChanged))

@@ -55,18 +55,9 @@ const (
 	RollbackMargin  = 1_000_000_000
 )
 
-// Object is one S3 object to stage, as the driver verified it.
-type Object struct {
-	Endpoint   string
-	Bucket     string
-	Key        string
-	Region     string
-	PathStyle  bool
-	SecretName string
-	// Size and SHA256 (hex, or "sha256:<hex>") pin the bytes.
-	Size   int64
-	SHA256 string
-}
+// Object is one S3 object to stage, as the driver verified it (every
+// tenant Job's description of an object).
+type Object = tenantjobs.Object
 
 // Spec is what a staging Job is built from.
 type Spec struct {
@@ -199,11 +190,8 @@ const restoreContainer = "stage"
 
 func container(s Spec, name string, o Object, file string, p revisionPlan) tenantjobs.Container {
 	args := step.Options{
-		Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
-		Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
-		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file,
-		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: report.TerminationLog,
-	}.Args()
+		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file, TerminationLog: report.TerminationLog,
+	}.WithSource(o.Source(s.AllowedEndpointCIDRs, s.AllowHTTP)).Args()
 	return tenantjobs.Container{
 		Name: name, Image: s.Image, Args: args, Env: tenantjobs.CredentialsEnv(o.SecretName, s.CAPEM),
 		Mounts:        []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},

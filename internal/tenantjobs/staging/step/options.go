@@ -81,6 +81,14 @@ func (o Options) source() Source {
 	}
 }
 
+// WithSource is o staging the object src names, under its endpoint
+// policy.
+func (o Options) WithSource(src Source) Options {
+	o.Endpoint, o.Bucket, o.Key, o.Region, o.PathStyle = src.Endpoint, src.Bucket, src.Key, src.Region, src.PathStyle
+	o.Size, o.SHA256, o.AllowedEndpointCIDRs, o.AllowHTTP = src.Size, src.SHA256, src.AllowedEndpointCIDRs, src.AllowHTTP
+	return o
+}
+
 // Args are the container arguments that make Parse return o.
 func (o Options) Args() []string {
 	src := o.source()
@@ -181,8 +189,7 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	// On an error the options read so far are returned too: Main still
 	// wants --termination-log to report the error.
 	err := ParseFlags(fs, args, done)
-	o.Endpoint, o.Bucket, o.Key, o.Region, o.PathStyle = src.Endpoint, src.Bucket, src.Key, src.Region, src.PathStyle
-	o.Size, o.SHA256, o.AllowedEndpointCIDRs, o.AllowHTTP = src.Size, src.SHA256, src.AllowedEndpointCIDRs, src.AllowHTTP
+	o = o.WithSource(src)
 	if err != nil {
 		return o, err
 	}

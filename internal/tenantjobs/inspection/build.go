@@ -1,19 +1,6 @@
-// Package inspectjob builds the Job that inspects a Backup's snapshot
-// where the bytes are: in the Backup's namespace, from the driver's own
-// image, `etcd-stage inspect` streams the object from S3 with staging's
-// checks (size, sha256, etcd's trailer) into an emptyDir, opens it as
-// etcd's bolt database and reports what it holds (internal/snapshotinspect)
-// in its termination message, which tenantjobs.ReadReport reads.
-//
-// The Job is hardened as every tenant Job is (tenantjobs.JobSpec): no
-// service account token, non-root, read-only root filesystem, every
-// capability dropped, bounded CPU, memory and disk, and a podFailurePolicy
-// that ends it at once when the object is refused (report.ExitRefused)
-// while crashes and network failures are retried.
-package inspectjob
+package inspection
 
 import (
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -24,11 +11,9 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
-	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 const (
@@ -50,11 +35,6 @@ const (
 // database's mapped pages it touches.
 const MemoryLimit = "512Mi"
 
-// Object is the S3 object to inspect, as the Backup recorded it (the
-// staging Job's description of an object: endpoint, bucket, key, region,
-// path style, credentials Secret, size and sha256).
-type Object = staging.Object
-
 // Spec is what an inspection Job is built from.
 type Spec struct {
 	Namespace string
@@ -63,7 +43,7 @@ type Spec struct {
 	BackupName string
 	BackupUID  types.UID
 	Image      string
-	Object     Object
+	Object     tenantjobs.Object
 	// Deadline bounds the Job (activeDeadlineSeconds, at least a minute).
 	Deadline time.Duration
 	// AllowedEndpointCIDRs and AllowHTTP are the driver's endpoint policy.
@@ -75,7 +55,7 @@ type Spec struct {
 
 // Name is a Job name derived from the Backup's UID. A tenant knows that
 // UID and could create a Job of that name first: the driver names its
-// Jobs with a MAC of the UID under its own key (backupinspection) and
+// Jobs with a MAC of the UID under its own key (Reconciler.jobName) and
 // checks what it finds there.
 func Name(uid types.UID) string { return "etcd-inspect-" + names.Hash(string(uid)) }
 
@@ -94,14 +74,9 @@ func WorkSize(s Spec) resource.Quantity {
 }
 
 // Options are the binary's options for s.
-func Options(s Spec) snapshotinspect.Options {
-	o := s.Object
-	return snapshotinspect.Options{
-		Source: stagingstep.Source{
-			Endpoint: o.Endpoint, Bucket: o.Bucket, Key: o.Key, Region: o.Region, PathStyle: o.PathStyle,
-			Size: o.Size, SHA256: strings.TrimPrefix(o.SHA256, "sha256:"),
-			AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP,
-		},
+func Options(s Spec) step.Options {
+	return step.Options{
+		Source:  s.Object.Source(s.AllowedEndpointCIDRs, s.AllowHTTP),
 		WorkDir: WorkDir, TerminationLog: report.TerminationLog,
 	}
 }

@@ -1,4 +1,4 @@
-package backupinspection
+package inspection
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package backupinspection
+package inspection
 
 import (
 	"context"
@@ -14,10 +14,9 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
 
 // jobName is the inspection Job's name for b: keyed with the active
@@ -32,24 +31,24 @@ func (r *Reconciler) jobName(ctx context.Context, b *backupsv1alpha1.Backup) (st
 }
 
 // spec is the Job the driver builds for b.
-func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, p strategypolicy.Policy) (inspectjob.Spec, error) {
+func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, p strategypolicy.Policy) (Spec, error) {
 	src, err := artifact.Resolve(b)
 	if err != nil {
-		return inspectjob.Spec{}, err
+		return Spec{}, err
 	}
 	httpAllowed := p.AllowsHTTP(src.Endpoint)
 	if err := r.Policy.CheckURL(src.Endpoint, httpAllowed); err != nil {
-		return inspectjob.Spec{}, err
+		return Spec{}, err
 	}
-	o := inspectjob.Object{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
+	o := tenantjobs.Object{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
 		PathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle, SecretName: src.SecretName}
 	if a := b.Status.Artifact; a != nil {
 		o.Size, o.SHA256 = a.SizeBytes, a.Checksum
 	}
 	if o.Size <= 0 || o.SHA256 == "" {
-		return inspectjob.Spec{}, fmt.Errorf("the Backup records no size or checksum of its object")
+		return Spec{}, fmt.Errorf("the Backup records no size or checksum of its object")
 	}
-	return inspectjob.Spec{
+	return Spec{
 		Namespace: b.Namespace, JobName: name, BackupName: b.Name, BackupUID: b.UID, Image: r.Image, Object: o,
 		Deadline: r.deadline(), AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: httpAllowed, CAPEM: r.S3CAPEM,
 	}, nil
@@ -66,7 +65,7 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 		return ctrl.Result{}, r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionRefused,
 			"the snapshot cannot be inspected: "+err.Error())
 	}
-	want := inspectjob.Build(spec)
+	want := Build(spec)
 	var job batchv1.Job
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, &job)
 	if apierrors.IsNotFound(err) {
@@ -124,9 +123,9 @@ func (r *Reconciler) running(ctx context.Context) (int, error) {
 }
 
 // report reads the report of job's newest Pod (tenantjobs.ReadReport).
-func (r *Reconciler) report(ctx context.Context, job *batchv1.Job) (snapshotinspect.Report, error) {
-	var rep snapshotinspect.Report
-	err := tenantjobs.ReadReport(ctx, r.APIReader, job, inspectjob.ContainerName, &rep)
+func (r *Reconciler) report(ctx context.Context, job *batchv1.Job) (step.Report, error) {
+	var rep step.Report
+	err := tenantjobs.ReadReport(ctx, r.APIReader, job, ContainerName, &rep)
 	return rep, err
 }
 

@@ -1,17 +1,4 @@
-// Package backupinspection gives every Etcd Backup a manifest of what its
-// snapshot holds. When a Backup is Ready and verified, the controller runs
-// an inspection Job (internal/inspectjob) where the bytes are, in the
-// Backup's namespace with the Backup's credentials, reads the one-line
-// report the Job's Pod leaves, signs the manifest together with the
-// Backup's provenance, and compares it with the previous good manifest of
-// the same application and Plan (internal/contentdrop). A drop marks the
-// new Backup ContentDrop, raises an Event and holds the last good Backup
-// from retention until a person removes the hold.
-//
-// The Job's name is keyed with the driver's provenance key, so a tenant
-// cannot place a Job there first; a Job found under that name is still read
-// only when it is exactly the one the driver builds, owned by this Backup.
-package backupinspection
+package inspection
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package inspectjob
+package inspection
 
 import (
 	"io"
@@ -12,7 +12,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -20,7 +21,7 @@ import (
 func spec() Spec {
 	return Spec{
 		Namespace: "tenant", BackupName: "b1", BackupUID: "uid-1", Image: "driver:v1",
-		Object: Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
+		Object: tenantjobs.Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
 			SecretName: "s3", Size: 1 << 20, SHA256: "sha256:" + strings.Repeat("a", 64)},
 		Deadline: 10 * time.Minute, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true, CAPEM: "-----BEGIN CERTIFICATE-----",
 	}
@@ -31,14 +32,14 @@ func spec() Spec {
 func TestArgumentsParseBackIntoTheRecordedFacts(t *testing.T) {
 	job := Build(spec())
 	c := job.Spec.Template.Spec.Containers[0]
-	if !reflect.DeepEqual(c.Command, []string{"/etcd-stage"}) || c.Args[0] != snapshotinspect.Subcommand {
+	if !reflect.DeepEqual(c.Command, []string{"/etcd-stage"}) || c.Args[0] != step.Subcommand {
 		t.Fatalf("command %q, args %q", c.Command, c.Args)
 	}
-	o, err := snapshotinspect.Parse(c.Args[1:], io.Discard)
+	o, err := step.Parse(c.Args[1:], io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := snapshotinspect.Options{Source: stagingstep.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
+	want := step.Options{Source: stagingstep.Source{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
 		Size: 1 << 20, SHA256: strings.Repeat("a", 64), AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true},
 		WorkDir: WorkDir, TerminationLog: report.TerminationLog}
 	if !reflect.DeepEqual(o, want) {

@@ -1,4 +1,4 @@
-package backupinspection
+package inspection
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -107,7 +107,7 @@ func (h *harness) job(b *backupsv1alpha1.Backup) *batchv1.Job {
 // finish plays the Job controller and the kubelet for j: a Pod of j whose
 // container ended with the report's exit code and line, and j's final
 // conditions. containers, when set, replaces the Pod's containers.
-func (h *harness) finish(j *batchv1.Job, rep snapshotinspect.Report, containers []corev1.Container) {
+func (h *harness) finish(j *batchv1.Job, rep step.Report, containers []corev1.Container) {
 	if containers == nil {
 		containers = j.Spec.Template.Spec.Containers
 	}
@@ -159,6 +159,6 @@ func manifest(podsEach int64, namespaces ...string) backupsv1alpha1.BackupManife
 		Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks}}
 }
 
-func inspected(m backupsv1alpha1.BackupManifest) snapshotinspect.Report {
-	return snapshotinspect.NewReport(m, nil)
+func inspected(m backupsv1alpha1.BackupManifest) step.Report {
+	return step.NewReport(m, nil)
 }

@@ -1,4 +1,4 @@
-package backupinspection
+package inspection
 
 import (
 	"fmt"
@@ -12,10 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -41,7 +40,7 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 	j1 := h.job(b1)
 	g.Expect(j1.Spec.Template.Spec.Containers[0].Image).To(Equal(image))
 	g.Expect(j1.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--key=" + h.ns + "/etcd/nightly-1"))
-	g.Expect(j1.Name).NotTo(Equal(inspectjob.Name(b1.UID)), "the Job's name must not be one the tenant can derive from the Backup's UID")
+	g.Expect(j1.Name).NotTo(Equal(Name(b1.UID)), "the Job's name must not be one the tenant can derive from the Backup's UID")
 	h.finish(j1, inspected(manifest(10, "default", "shop", "billing", "tools")), nil)
 	h.reconcile(b1)
 	g.Expect(condition(b1, backupsv1alpha1.BackupConditionInspected)).To(Equal("True Inspected: revision 1056, 66 keys, 1048576 bytes; /registry: 56 objects in 4 namespaces"))
@@ -81,7 +80,7 @@ func TestARefusedInspectionIsNeverTheGoodBackup(t *testing.T) {
 
 	bad := h.backup("nightly-2", 10)
 	h.reconcile(bad)
-	h.finish(h.job(bad), snapshotinspect.NewReport(backupsv1alpha1.BackupManifest{},
+	h.finish(h.job(bad), step.NewReport(backupsv1alpha1.BackupManifest{},
 		fmt.Errorf("check the object: %w", s3object.ErrChecksumMismatch)), nil)
 	h.reconcile(bad)
 	g.Expect(bad.Status.Manifest).To(BeNil())
