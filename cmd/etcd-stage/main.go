@@ -10,7 +10,7 @@
 //
 // `etcd-stage rehearse ...` is a dry-run restore's step: it stages the
 // snapshot as a restore would, boots it in a throwaway etcd on loopback
-// and reads it back. See internal/rehearse/step.
+// and reads it back. See internal/tenantjobs/rehearsal/step.
 //
 // `etcd-stage capture ...` is the change capture of point-in-time restore,
 // a long-running Pod in the tenant's namespace: it watches the tenant's
@@ -26,11 +26,11 @@ import (
 	"syscall"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/memlimit"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	rehearsalstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
+	rehearsalrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step/run"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/version"
 )
@@ -48,9 +48,9 @@ func main() {
 	case len(os.Args) > 1 && os.Args[1] == inspectionstep.Subcommand:
 		// The inspection Job: read what a stored snapshot holds.
 		code = inspectionstep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
-	case len(os.Args) > 1 && os.Args[1] == rehearse.Subcommand:
+	case len(os.Args) > 1 && os.Args[1] == rehearsalstep.Subcommand:
 		// A dry run's rehearsal: stage, boot and read back.
-		code = step.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
+		code = rehearsalrun.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	case len(os.Args) > 1 && os.Args[1] == capture.Subcommand:
 		// The change capture runs for days next to a hostile etcd: the
 		// collector keeps its heap under the Pod's memory limit.

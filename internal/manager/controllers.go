@@ -14,12 +14,12 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plankeeper"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
 )
 
 // EventSource is the reporting controller name on the driver's Events.

@@ -1,4 +1,4 @@
-package step
+package run
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -19,14 +19,14 @@ import (
 // It writes the Report to the termination log and stdout and returns the
 // exit code; errors are described on stderr as well.
 func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
-	o, err := rehearse.Parse(args, stderr)
-	var r rehearse.Report
+	o, err := step.Parse(args, stderr)
+	var r step.Report
 	if err != nil {
-		r = rehearse.Failure(report.Refused, stagingstep.ReasonInvalidArguments, err)
+		r = step.Failure(report.Refused, stagingstep.ReasonInvalidArguments, err)
 	} else {
 		r = run(ctx, o, env, stderr)
 	}
-	if r.Outcome != rehearse.OutcomeRehearsed {
+	if r.Outcome != step.OutcomeRehearsed {
 		fmt.Fprintf(stderr, "etcd-stage rehearse: %s: %s\n", r.Reason, r.Message)
 	}
 	report.Emit("etcd-stage rehearse", r.Line(), o.Staging.TerminationLog, stdout, stderr)
@@ -35,68 +35,68 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 
 // run stages, restores, boots and reads back; the scratch directory is
 // gone when it returns.
-func run(ctx context.Context, o rehearse.Options, env func(string) string, stderr io.Writer) rehearse.Report {
+func run(ctx context.Context, o step.Options, env func(string) string, stderr io.Writer) step.Report {
 	dir := o.Scratch()
 	if err := os.RemoveAll(dir); err != nil {
-		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove a leftover %s: %w", dir, err))
+		return step.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove a leftover %s: %w", dir, err))
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("create %s: %w", dir, err))
+		return step.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("create %s: %w", dir, err))
 	}
 	defer os.RemoveAll(dir)
 
 	// Stage exactly as a real restore does: the same binary path, the same
 	// checks, the same revision raise. Its report goes to a file of ours.
 	so := o.Staging
-	so.TerminationLog = filepath.Join(dir, rehearse.StageReportFile)
+	so.TerminationLog = filepath.Join(dir, step.StageReportFile)
 	stagingstep.Main(ctx, so.Args(), env, io.Discard, stderr)
 	msg, err := os.ReadFile(so.TerminationLog)
 	if err != nil {
-		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
+		return step.Failure(report.Retryable, step.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))
 	}
 	sr, err := stagingstep.ParseReport(string(msg))
 	if err != nil {
-		return rehearse.Failure(report.Retryable, rehearse.ReasonStagingUnreported, err)
+		return step.Failure(report.Retryable, step.ReasonStagingUnreported, err)
 	}
 	if sr.Outcome != stagingstep.OutcomeStaged {
-		return rehearse.FromStaging(sr)
+		return step.FromStaging(sr)
 	}
 
-	data := filepath.Join(dir, rehearse.DataDir)
+	data := filepath.Join(dir, step.DataDir)
 	m, err := restoreDataDir(so.Out, data)
 	if err != nil {
-		return rehearse.Failure(report.Refused, rehearse.ReasonSnapshotUnbootable, err)
+		return step.Failure(report.Refused, step.ReasonSnapshotUnbootable, err)
 	}
 	// The restore has copied the database: the staged file is now only
 	// needed for the offline count, which reads the database without its
 	// trailer.
 	if err := os.Truncate(so.Out, sr.Size-sha256.Size); err != nil {
-		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
+		return step.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("strip the staged trailer: %w", err))
 	}
 	manifest, err := inspectionstep.InspectFile(so.Out)
 	if err != nil {
-		return rehearse.Failure(report.Refused, stagingstep.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
+		return step.Failure(report.Refused, stagingstep.ReasonArtifactCorrupt, fmt.Errorf("inspect the staged snapshot: %w", err))
 	}
 	if err := os.Remove(so.Out); err != nil {
-		return rehearse.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove the staged snapshot: %w", err))
+		return step.Failure(report.Retryable, stagingstep.ReasonVolumeFailed, fmt.Errorf("remove the staged snapshot: %w", err))
 	}
 
 	rb, err := bootAndRead(ctx, m, sr.Result)
 	switch {
 	case errors.Is(err, errMismatch):
-		return rehearse.Failure(report.Refused, rehearse.ReasonReadBackMismatch, err)
+		return step.Failure(report.Refused, step.ReasonReadBackMismatch, err)
 	case errors.Is(err, errBoot):
-		return rehearse.Failure(report.Refused, rehearse.ReasonSnapshotUnbootable, err)
+		return step.Failure(report.Refused, step.ReasonSnapshotUnbootable, err)
 	case err != nil:
-		return rehearse.Failure(report.Retryable, stagingstep.ReasonTransient, err)
+		return step.Failure(report.Retryable, stagingstep.ReasonTransient, err)
 	}
 	if rb.keys != manifest.Keys {
-		return rehearse.Failure(report.Refused, rehearse.ReasonReadBackMismatch,
+		return step.Failure(report.Refused, step.ReasonReadBackMismatch,
 			fmt.Errorf("%w: the booted etcd holds %d keys, the staged file %d", errMismatch, rb.keys, manifest.Keys))
 	}
 	keyspaces, truncated := rb.counter.Keyspaces()
-	return rehearse.Report{
-		Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed,
+	return step.Report{
+		Envelope: report.Envelope{Outcome: step.OutcomeRehearsed, Reason: step.ReasonRehearsed,
 			Message: fmt.Sprintf("booted the staged snapshot (from revision %d) at revision %d, compacted up to %d; read back %d keys", sr.SnapshotRevision, rb.revision, rb.compacted, rb.keys)},
 		Revision:          rb.revision,
 		CompactedRevision: rb.compacted,

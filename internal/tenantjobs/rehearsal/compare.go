@@ -6,7 +6,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -56,7 +56,7 @@ func compare(rep *backupsv1alpha1.RehearsalReport, now, after *backupsv1alpha1.B
 
 // newReport is the RestoreJob's report of a rehearsal that read back
 // report r against the live cluster's manifest now (nil: unread).
-func newReport(now *backupsv1alpha1.BackupManifest, revisionBefore int64, r rehearse.Report) backupsv1alpha1.RehearsalReport {
+func newReport(now *backupsv1alpha1.BackupManifest, revisionBefore int64, r step.Report) backupsv1alpha1.RehearsalReport {
 	rep := backupsv1alpha1.RehearsalReport{RevisionBefore: revisionBefore, RevisionAfter: r.Revision, KeysAfter: r.Keys}
 	if now != nil {
 		rep.KeysBefore = now.Keys

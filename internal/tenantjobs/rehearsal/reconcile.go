@@ -16,11 +16,10 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -75,7 +74,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.start(ctx, rj, c, unread)
 	}
 	spec.LiveRevision = rj.Status.Rehearsal.RevisionBefore
-	want := rehearsaljob.Build(spec, ownerRef(rj))
+	want := Build(spec, ownerRef(rj))
 	job, err := r.findJob(ctx, rj, want)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -91,8 +90,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.fail(ctx, rj, b, refuse(backupsv1alpha1.ReasonRehearsalFailed,
 				"the rehearsal Job %s was deleted before it ended; create the dry run again", made.Name))
 		}
-		spec.JobName = rehearsaljob.NewName()
-		want = rehearsaljob.Build(spec, ownerRef(rj))
+		spec.JobName = NewName()
+		want = Build(spec, ownerRef(rj))
 		if err := r.Client.Create(ctx, want); err != nil {
 			return ctrl.Result{}, fmt.Errorf("create rehearsal Job %s/%s: %w", want.Namespace, want.Name, err)
 		}
@@ -105,14 +104,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The Job's own events wake the RestoreJob.
 		return ctrl.Result{}, nil
 	}
-	var rep rehearse.Report
-	reportErr := tenantjobs.ReadReport(ctx, r.LiveReader, job, rehearsaljob.ContainerName, &rep)
-	if out == tenantjobs.Succeeded && reportErr == nil && rep.Outcome == rehearse.OutcomeRehearsed {
+	var rep step.Report
+	reportErr := tenantjobs.ReadReport(ctx, r.LiveReader, job, ContainerName, &rep)
+	if out == tenantjobs.Succeeded && reportErr == nil && rep.Outcome == step.OutcomeRehearsed {
 		return ctrl.Result{}, r.succeed(ctx, rj, b, rep)
 	}
 	msg := "the rehearsal Job " + job.Name + " failed"
 	switch {
-	case reportErr == nil && rep.Outcome != rehearse.OutcomeRehearsed:
+	case reportErr == nil && rep.Outcome != step.OutcomeRehearsed:
 		msg += ": " + string(rep.Reason) + ": " + rep.Message
 	case reportErr != nil && jobMsg != "":
 		msg += " (" + jobMsg + "); its Pod left no readable report: " + reportErr.Error()
@@ -208,7 +207,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 }
 
 // succeed reports a rehearsal that booted and read back.
-func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep rehearse.Report) error {
+func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep step.Report) error {
 	c, ok := r.census(string(rj.UID))
 	unread := ""
 	if !ok {

@@ -19,8 +19,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -182,16 +181,16 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 	rj := dryRun(ns, "rehearse", "nightly")
 	create(t, rj)
 	yes := true
-	forged := rehearse.Report{Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed}, Revision: 7, CompactedRevision: 7, Keys: 424242,
+	forged := step.Report{Envelope: report.Envelope{Outcome: step.OutcomeRehearsed, Reason: step.ReasonRehearsed}, Revision: 7, CompactedRevision: 7, Keys: 424242,
 		Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 424242, Namespaces: 1, NamespaceNames: []string{"forged"},
 			Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 424241}, {Name: "namespaces", Count: 1}}}}}
 	fake := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-rehearsal-lookalike", Labels: rehearsaljob.Labels(string(rj.UID)),
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-rehearsal-lookalike", Labels: Labels(string(rj.UID)),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: rj.Name, UID: rj.UID, Controller: &yes}}},
 		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: rehearsaljob.Labels(string(rj.UID))},
+			ObjectMeta: metav1.ObjectMeta{Labels: Labels(string(rj.UID))},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-				Name: rehearsaljob.ContainerName, Image: testImage, Command: []string{"/bin/sh"}, Args: []string{"-c", "cat /forged-report"}}}}}},
+				Name: ContainerName, Image: testImage, Command: []string{"/bin/sh"}, Args: []string{"-c", "cat /forged-report"}}}}}},
 	}
 	create(t, fake)
 	finishJob(ctx, fake, 0, forged.Line())

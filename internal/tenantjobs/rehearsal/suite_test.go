@@ -27,7 +27,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
@@ -193,7 +192,7 @@ func runJob(ctx context.Context, j *batchv1.Job, dir string) {
 	}
 	var args []string
 	for _, a := range c.Args {
-		a = strings.Replace(a, "--work-dir="+rehearsaljob.WorkDir, "--work-dir="+work, 1)
+		a = strings.Replace(a, "--work-dir="+WorkDir, "--work-dir="+work, 1)
 		a = strings.Replace(a, "--termination-log="+report.TerminationLog, "--termination-log="+termLog, 1)
 		args = append(args, a)
 	}

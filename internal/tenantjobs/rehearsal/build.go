@@ -1,25 +1,6 @@
-// Package rehearsaljob builds the Job of a dry-run RestoreJob: in the
-// tenant's namespace, from the driver's own image, it runs
-// `/etcd-stage rehearse` (internal/rehearse), which stages the Backup's
-// snapshot exactly as a real restore would, boots a throwaway etcd from
-// it on loopback inside the Pod, reads it back and reports what it holds.
-// Nothing live is touched: the Pod has no service account token and no
-// credentials but the bucket's read keys, and works in an emptyDir.
-//
-// The Job is hardened as every tenant Job is (tenantjobs.JobSpec:
-// non-root, read-only root filesystem, no capabilities, seccomp, bounded
-// CPU and memory), ends at once when the bytes are refused
-// (report.ExitRefused, podFailurePolicy) and retries everything else a
-// little.
-//
-// The tenant can create Jobs in its namespace, with any labels. The
-// driver names its Job at random (NewName) and finds it again only by
-// tenantjobs.Mine: the labels, a controller reference to the RestoreJob's
-// UID, and the Pod template it built, all together.
-package rehearsaljob
+package rehearsal
 
 import (
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -28,10 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -60,7 +40,7 @@ type Spec struct {
 	RestoreJobName string
 	RestoreJobUID  string
 	Image          string
-	Object         staging.Object
+	Object         tenantjobs.Object
 	// LiveRevision is the live cluster's revision; 0 when it could not be
 	// read (the snapshot's revision is then raised by UnknownLiveBump, as
 	// a real restore would).
@@ -94,12 +74,9 @@ func WorkDirSize(snapshotSize int64) resource.Quantity {
 }
 
 // Options are the binary's options for s.
-func (s Spec) Options() rehearse.Options {
-	o := rehearse.Options{WorkDir: WorkDir, Staging: stagingstep.Options{
-		Endpoint: s.Object.Endpoint, Bucket: s.Object.Bucket, Key: s.Object.Key, Region: s.Object.Region, PathStyle: s.Object.PathStyle,
-		Size: s.Object.Size, SHA256: strings.TrimPrefix(s.Object.SHA256, "sha256:"),
-		AllowedEndpointCIDRs: s.AllowedEndpointCIDRs, AllowHTTP: s.AllowHTTP, TerminationLog: report.TerminationLog,
-	}}
+func (s Spec) Options() step.Options {
+	o := step.Options{WorkDir: WorkDir, Staging: stagingstep.Options{TerminationLog: report.TerminationLog}.
+		WithSource(s.Object.Source(s.AllowedEndpointCIDRs, s.AllowHTTP))}
 	if s.LiveRevision > 0 {
 		o.Staging.RevisionFloor = s.LiveRevision
 	} else {
@@ -115,7 +92,7 @@ func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 	pod := tenantjobs.Pod{
 		Labels: Labels(s.RestoreJobUID),
 		Containers: []tenantjobs.Container{{
-			Name: ContainerName, Image: s.Image, Args: append([]string{rehearse.Subcommand}, s.Options().Args()...),
+			Name: ContainerName, Image: s.Image, Args: append([]string{step.Subcommand}, s.Options().Args()...),
 			Env:           tenantjobs.CredentialsEnv(s.Object.SecretName, s.CAPEM),
 			Mounts:        []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}},
 			RequestMemory: "128Mi", LimitMemory: MemoryLimit,

@@ -6,7 +6,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -43,9 +43,9 @@ func TestACutReportIsNoChange(t *testing.T) {
 	now := &backupsv1alpha1.BackupManifest{Keys: live.Keys(), Keyspaces: ks, Truncated: cut}
 	booted := twoControlPlanes()
 	bks, bcut := booted.Keyspaces()
-	line := rehearse.Report{Envelope: report.Envelope{Outcome: rehearse.OutcomeRehearsed, Reason: rehearse.ReasonRehearsed}, Revision: 2000, CompactedRevision: 2000,
+	line := step.Report{Envelope: report.Envelope{Outcome: step.OutcomeRehearsed, Reason: step.ReasonRehearsed}, Revision: 2000, CompactedRevision: 2000,
 		Keys: booted.Keys(), Keyspaces: bks, Truncated: bcut}.Line()
-	rep, err := rehearse.ParseReport(line)
+	rep, err := step.ParseReport(line)
 	if err != nil {
 		t.Fatal(err)
 	}

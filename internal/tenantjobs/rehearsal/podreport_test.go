@@ -13,10 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
@@ -26,7 +25,7 @@ import (
 // binary writes the report that goes with its exit code.
 func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	const uid = "0b8a6d2e-1111-2222-3333-444455556666"
-	want := rehearsaljob.Build(rehearsaljob.Spec{JobName: "etcd-rehearsal-x", Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid,
+	want := Build(Spec{JobName: "etcd-rehearsal-x", Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid,
 		Image: "ghcr.io/x/driver:v1", Object: staging.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "k.db",
 			SecretName: "creds", Size: 1 << 20, SHA256: "sha256:" + strings.Repeat("ab", 32)}, LiveRevision: 1500, Deadline: time.Hour},
 		metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: "rj", UID: uid})
@@ -38,16 +37,16 @@ func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	for k, v := range job.Spec.Template.Labels {
 		labels[k] = v
 	}
-	pod := func(rep rehearse.Report, exit int32) *corev1.Pod {
+	pod := func(rep step.Report, exit int32) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "p", Labels: labels,
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: &yes}}},
 			Spec: *job.Spec.Template.Spec.DeepCopy(),
-			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: rehearsaljob.ContainerName,
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: ContainerName,
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: rep.Line()}}}}},
 		}
 	}
-	refused := rehearse.Failure(report.Refused, "ArtifactChanged", errors.New("sha256 differs"))
+	refused := step.Failure(report.Refused, "ArtifactChanged", errors.New("sha256 differs"))
 	for name, tc := range map[string]struct {
 		pod *corev1.Pod
 		ok  bool
@@ -58,8 +57,8 @@ func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(driverscheme.New()).WithObjects(tc.pod).Build()
-			var rep rehearse.Report
-			err := tenantjobs.ReadReport(context.Background(), c, job, rehearsaljob.ContainerName, &rep)
+			var rep step.Report
+			err := tenantjobs.ReadReport(context.Background(), c, job, ContainerName, &rep)
 			if (err == nil) != tc.ok {
 				t.Fatalf("ReadReport error %v, want ok=%v", err, tc.ok)
 			}

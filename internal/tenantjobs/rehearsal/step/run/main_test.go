@@ -1,4 +1,4 @@
-package step
+package run
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -133,13 +133,13 @@ func TestRehearseAgainstS3(t *testing.T) {
 	env := func(k string) string {
 		return map[string]string{stagingstep.EnvAccessKeyID: creds.AccessKeyID, stagingstep.EnvSecretAccessKey: creds.SecretAccessKey}[k]
 	}
-	base := func(t *testing.T) rehearse.Options {
+	base := func(t *testing.T) step.Options {
 		dir := t.TempDir()
-		return rehearse.Options{WorkDir: filepath.Join(dir, "work"), Staging: stagingstep.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
+		return step.Options{WorkDir: filepath.Join(dir, "work"), Staging: stagingstep.Options{Endpoint: srv.URL, Bucket: "bkt", Key: "t/etcd/s.db",
 			PathStyle: true, Size: int64(len(snap)), SHA256: hexSum(snap), BumpRevision: 10000,
 			AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true, TerminationLog: filepath.Join(dir, "termination-log")}}
 	}
-	run := func(t *testing.T, o rehearse.Options) (int, rehearse.Report) {
+	run := func(t *testing.T, o step.Options) (int, step.Report) {
 		t.Helper()
 		if err := os.MkdirAll(o.WorkDir, 0o700); err != nil {
 			t.Fatal(err)
@@ -150,7 +150,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := rehearse.ParseReport(string(msg))
+		r, err := step.ParseReport(string(msg))
 		if err != nil {
 			t.Fatalf("%v (stderr: %s)", err, stderr.String())
 		}
@@ -166,7 +166,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 
 	t.Run("rehearsed", func(t *testing.T) {
 		code, r := run(t, base(t))
-		if code != report.ExitSucceeded || r.Outcome != rehearse.OutcomeRehearsed || r.Reason != rehearse.ReasonRehearsed {
+		if code != report.ExitSucceeded || r.Outcome != step.OutcomeRehearsed || r.Reason != step.ReasonRehearsed {
 			t.Fatalf("exit %d, report %+v", code, r)
 		}
 		if r.Revision != rev+10000 || r.CompactedRevision != rev+10000 {
@@ -190,14 +190,14 @@ func TestRehearseAgainstS3(t *testing.T) {
 
 	for _, tc := range []struct {
 		name   string
-		mutate func(*rehearse.Options)
+		mutate func(*step.Options)
 		exit   int
 		reason report.Reason
 	}{
-		{"changed since the backup", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/bad.db" }, report.ExitRefused, stagingstep.ReasonArtifactChanged},
-		{"corrupt", func(o *rehearse.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, report.ExitRefused, stagingstep.ReasonArtifactCorrupt},
-		{"missing", func(o *rehearse.Options) { o.Staging.Key = "t/etcd/none.db" }, report.ExitRefused, stagingstep.ReasonArtifactMissing},
-		{"loopback not allowed", func(o *rehearse.Options) { o.Staging.AllowedEndpointCIDRs = nil }, report.ExitRefused, stagingstep.ReasonEndpointRefused},
+		{"changed since the backup", func(o *step.Options) { o.Staging.Key = "t/etcd/bad.db" }, report.ExitRefused, stagingstep.ReasonArtifactChanged},
+		{"corrupt", func(o *step.Options) { o.Staging.Key, o.Staging.SHA256 = "t/etcd/bad.db", hexSum(bad) }, report.ExitRefused, stagingstep.ReasonArtifactCorrupt},
+		{"missing", func(o *step.Options) { o.Staging.Key = "t/etcd/none.db" }, report.ExitRefused, stagingstep.ReasonArtifactMissing},
+		{"loopback not allowed", func(o *step.Options) { o.Staging.AllowedEndpointCIDRs = nil }, report.ExitRefused, stagingstep.ReasonEndpointRefused},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := base(t)

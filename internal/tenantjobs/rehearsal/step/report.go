@@ -1,4 +1,4 @@
-package rehearse
+package step
 
 import (
 	"fmt"

@@ -1,16 +1,3 @@
-// Package rehearsal runs dry-run RestoreJobs (spec.options.dryRun: true)
-// of the Etcd strategy: it checks the request as a real restore's
-// preflight does, counts what the live cluster holds, and runs the
-// rehearsal Job (internal/rehearsaljob), which stages the Backup exactly
-// as a restore would, boots it in a throwaway etcd inside the Pod and
-// reads it back. It then reports on the RestoreJob what a real restore
-// would change (status.rehearsal) and records the outcome on the Backup
-// (status.lastRehearsal).
-//
-// A rehearsal changes nothing live: no claim, no safety snapshot, no
-// fence, no HelmRelease suspension, no EtcdCluster write. Its only writes
-// are the RestoreJob's status, the rehearsal Job, the Backup's
-// status.lastRehearsal and Events. internal/restore ignores dry runs.
 package rehearsal
 
 import (

@@ -1,9 +1,9 @@
-// Package rehearse is `etcd-stage rehearse`, the step inside a dry-run
-// RestoreJob's Job: it stages the Backup's snapshot exactly as a real
-// restore does (internal/tenantjobs/staging/step: size, sha256, trailer, the revision
-// raise), restores the staged file into a scratch data directory with
-// etcdutl's library, boots a throwaway single-member etcd in-process on
-// loopback ports only, and reads it back through a client: the revision
+// Package step is `etcd-stage rehearse`, the step inside a dry-run
+// RestoreJob's Job (internal/tenantjobs/rehearsal): it stages the Backup's
+// snapshot exactly as a real restore does (the staging step: size,
+// sha256, trailer, the revision raise), restores the staged file into a
+// scratch data directory with etcdutl's library, boots a throwaway
+// single-member etcd in-process on loopback ports only, and reads it back through a client: the revision
 // must be the staged one, reads below it must answer ErrCompacted, and a
 // keys-only walk of the whole keyspace must count the same keys as the
 // offline inspection of the staged file. The walk's counts (per
@@ -21,6 +21,6 @@
 //
 // This package holds what the driver shares with the step: its options
 // (Args, Parse) and its report (Line, ParseReport). The step itself is
-// internal/rehearse/step, kept apart so the manager, which builds the Job
-// and reads the report, does not link etcd's server.
-package rehearse
+// ./run, kept apart so the manager, which builds the Job and reads the
+// report, does not link etcd's server.
+package step

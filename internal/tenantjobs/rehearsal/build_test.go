@@ -1,4 +1,4 @@
-package rehearsaljob
+package rehearsal
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -38,10 +38,10 @@ func TestArgumentsParseBackIntoTheVerifiedFacts(t *testing.T) {
 		s := spec()
 		s.LiveRevision = live
 		c := Build(s, owner()).Spec.Template.Spec.Containers[0]
-		if c.Command[0] != "/etcd-stage" || c.Args[0] != rehearse.Subcommand {
+		if c.Command[0] != "/etcd-stage" || c.Args[0] != step.Subcommand {
 			t.Fatalf("command %q args %q", c.Command, c.Args)
 		}
-		o, err := rehearse.Parse(c.Args[1:], &bytes.Buffer{})
+		o, err := step.Parse(c.Args[1:], &bytes.Buffer{})
 		if err != nil {
 			t.Fatal(err)
 		}
