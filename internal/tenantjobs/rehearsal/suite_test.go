@@ -24,6 +24,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/keywalk"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
@@ -130,27 +131,8 @@ func (plainCensus) Census(ctx context.Context, ns string) (liverevision.Census, 
 	}
 	defer cli.Close()
 	c := liverevision.Census{Counter: manifest.NewCounter()}
-	key := "\x00"
-	for {
-		opts := []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithKeysOnly(), clientv3.WithLimit(100)}
-		if c.Revision > 0 {
-			opts = append(opts, clientv3.WithRev(c.Revision))
-		}
-		page, err := cli.Get(ctx, key, opts...)
-		if err != nil {
-			return liverevision.Census{}, err
-		}
-		if c.Revision == 0 {
-			c.Revision = page.Header.Revision
-		}
-		for _, kv := range page.Kvs {
-			c.Counter.Add(kv.Key)
-		}
-		if !page.More || len(page.Kvs) == 0 {
-			return c, nil
-		}
-		key = string(page.Kvs[len(page.Kvs)-1].Key) + "\x00"
-	}
+	c.Revision, err = keywalk.Walk(ctx, cli, 0, c.Counter.Add)
+	return c, err
 }
 
 // runJobs plays the Job controller and the kubelet for rehearsal Jobs

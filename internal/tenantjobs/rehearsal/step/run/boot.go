@@ -15,6 +15,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/keywalk"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -29,7 +30,6 @@ const (
 // Bounds of the boot and the read-back.
 const (
 	bootTimeout = 2 * time.Minute
-	pageSize    = 1000
 	stopTimeout = 30 * time.Second
 )
 
@@ -96,8 +96,8 @@ type readBack struct {
 }
 
 // bootAndRead starts the member in-process, checks it answers at the
-// staged revision with everything below compacted, walks every key (keys
-// only, in pages) into a Counter, and stops it.
+// staged revision with everything below compacted, walks every key
+// (keywalk.Walk) into a Counter, and stops it.
 func bootAndRead(ctx context.Context, m member, staged stagingstep.Result) (readBack, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = memberName
@@ -164,20 +164,8 @@ func read(ctx context.Context, cli *clientv3.Client, staged stagingstep.Result) 
 		}
 	}
 	c := manifest.NewCounter()
-	key := "\x00"
-	for {
-		page, err := cli.Get(ctx, key, clientv3.WithFromKey(), clientv3.WithKeysOnly(), clientv3.WithRev(rev),
-			clientv3.WithLimit(pageSize), clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
-		if err != nil {
-			return readBack{}, fmt.Errorf("walk the restored etcd's keys: %w", err)
-		}
-		for _, kv := range page.Kvs {
-			c.Add(kv.Key)
-		}
-		if !page.More || len(page.Kvs) == 0 {
-			break
-		}
-		key = string(page.Kvs[len(page.Kvs)-1].Key) + "\x00"
+	if _, err := keywalk.Walk(ctx, cli, rev, c.Add); err != nil {
+		return readBack{}, fmt.Errorf("walk the restored etcd's keys: %w", err)
 	}
 	if c.Keys() != head.Count {
 		return readBack{}, fmt.Errorf("%w: the walk counted %d keys, the count query %d", errMismatch, c.Keys(), head.Count)
