@@ -3,6 +3,7 @@ package inspection
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,6 +15,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -103,35 +105,35 @@ func summary(m *backupsv1alpha1.BackupManifest) string {
 }
 
 // previousGood is the newest Backup of b's application and plan taken
-// before b whose manifest the driver signed (an inspection that failed
-// never makes one), or nil.
+// before b that is sound (goodbackup.Sound) with a manifest the driver
+// signed (an inspection that failed never makes one), or nil. A Backup
+// marked ContentDrop is sound: the next one compares with it, so a drop
+// is reported once (the Backup before it is held).
 func (r *Reconciler) previousGood(ctx context.Context, b *backupsv1alpha1.Backup) (*backupsv1alpha1.Backup, error) {
 	var list backupsv1alpha1.BackupList
 	if err := r.Client.List(ctx, &list, client.InNamespace(b.Namespace)); err != nil {
 		return nil, err
 	}
-	var best *backupsv1alpha1.Backup
+	var earlier []*backupsv1alpha1.Backup
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.UID == b.UID || !backupdeletion.IsEtcdBackup(c) || c.DeletionTimestamp != nil || c.Status.Manifest == nil ||
-			c.Spec.ApplicationRef.Name != b.Spec.ApplicationRef.Name || planOf(c) != planOf(b) || !takenBefore(c, b) {
-			continue
+		if c.UID != b.UID && backupdeletion.IsEtcdBackup(c) && c.Status.Manifest != nil &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, backupsv1alpha1.BackupConditionInspected) &&
+			c.Spec.ApplicationRef.Name == b.Spec.ApplicationRef.Name && planOf(c) == planOf(b) && goodbackup.Newer(b, c) {
+			earlier = append(earlier, c)
 		}
-		if best != nil && !takenBefore(best, c) {
-			continue
-		}
-		if !meta.IsStatusConditionTrue(c.Status.Conditions, backupsv1alpha1.BackupConditionInspected) {
-			continue
-		}
+	}
+	sort.Slice(earlier, func(i, j int) bool { return goodbackup.Newer(earlier[i], earlier[j]) })
+	for _, c := range earlier {
 		ok, err := provenance.VerifyManifest(ctx, r.Keys, c)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			best = c
+		if goodbackup.Sound(c, ok) {
+			return c, nil
 		}
 	}
-	return best, nil
+	return nil, nil
 }
 
 func planOf(b *backupsv1alpha1.Backup) string {
@@ -139,14 +141,6 @@ func planOf(b *backupsv1alpha1.Backup) string {
 		return ""
 	}
 	return b.Spec.PlanRef.Name
-}
-
-// takenBefore orders Backups by spec.takenAt, then name.
-func takenBefore(a, b *backupsv1alpha1.Backup) bool {
-	if !a.Spec.TakenAt.Equal(&b.Spec.TakenAt) {
-		return a.Spec.TakenAt.Before(&b.Spec.TakenAt)
-	}
-	return a.Name < b.Name
 }
 
 // hold marks prev as kept from retention for the drop in Backup dropped.
