@@ -3,52 +3,18 @@ package keywalk
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
-
-// etcd starts a real etcd (bin/etcd) and returns a client of it.
-func etcd(t *testing.T) *clientv3.Client {
-	t.Helper()
-	dir := t.TempDir()
-	peer, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-		DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer, Token: "keywalk",
-		LogFile: filepath.Join(dir, "etcd.log")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(10 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := etcdproc.Client(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
 
 // Walk reads every key across pages, in key order, at one revision: keys
 // written after that revision are not seen, keys deleted after it are.
 func TestWalkReadsEveryKeyAtOneRevision(t *testing.T) {
-	cli := etcd(t)
+	cli, _ := testenv.StartEtcd(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	n := 2*PageSize + 7

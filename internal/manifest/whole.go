@@ -18,27 +18,26 @@ import (
 // keyspacesWhole reports whether m lists every Kubernetes keyspace it
 // holds.
 func keyspacesWhole(m *backupsv1alpha1.BackupManifest) bool {
-	if !m.Truncated {
-		return true
-	}
-	var objects int64
-	for _, k := range m.Keyspaces {
-		objects += k.Objects
-	}
-	return objects == m.Keys
+	return addsUp(m, m.Keys, len(m.Keyspaces), func(i int) int64 { return m.Keyspaces[i].Objects })
 }
 
 // resourcesWhole reports whether k, a keyspace m lists, lists every
 // resource it holds.
 func resourcesWhole(m *backupsv1alpha1.BackupManifest, k *backupsv1alpha1.KeyspaceManifest) bool {
+	return addsUp(m, k.Objects, len(k.Resources), func(i int) int64 { return k.Resources[i].Count })
+}
+
+// addsUp reports whether a list of m with n entries, the ith counting
+// count(i), is whole: nothing of m was cut, or its counts add up to total.
+func addsUp(m *backupsv1alpha1.BackupManifest, total int64, n int, count func(i int) int64) bool {
 	if !m.Truncated {
 		return true
 	}
-	var objects int64
-	for _, r := range k.Resources {
-		objects += r.Count
+	var sum int64
+	for i := range n {
+		sum += count(i)
 	}
-	return objects == k.Objects
+	return sum == total
 }
 
 // namesWhole reports whether k names every namespace it holds.

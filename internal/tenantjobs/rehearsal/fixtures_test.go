@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,7 +24,6 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -88,32 +86,7 @@ func deployApp(t *testing.T, ns string) {
 // configmap in a.
 func liveEtcd(t *testing.T, ns string) *clientv3.Client {
 	t.Helper()
-	dir := t.TempDir()
-	peer, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-		DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer, Token: ns,
-		LogFile: filepath.Join(dir, "etcd.log")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(10 * time.Second) })
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := etcdproc.Client(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+	cli, url := testenv.StartEtcd(t)
 	for _, n := range []string{"a", "b", "c"} {
 		put(t, cli, "/registry/namespaces/"+n)
 		for i := range 3 {

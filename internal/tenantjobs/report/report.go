@@ -171,6 +171,20 @@ func Parse(s string, r Report) error {
 	return nil
 }
 
+// Read parses a Pod's termination message s into a new report of type R
+// (Parse).
+func Read[R any, P interface {
+	*R
+	Report
+}](s string) (R, error) {
+	var r R
+	if err := Parse(s, P(&r)); err != nil {
+		var none R
+		return none, err
+	}
+	return r, nil
+}
+
 // Emit writes a report's line to stdout and to the termination log
 // (TerminationLog when logPath is empty); a failed write is said on
 // stderr, under name: the exit code still tells the Job what happened.

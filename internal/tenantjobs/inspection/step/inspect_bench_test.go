@@ -30,7 +30,7 @@ func BenchmarkInspectFileLarge(b *testing.B) { benchInspectFile(b, 400) }
 func benchInspectFile(b *testing.B, namespaces int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cli := startEtcd(ctx, b)
+	cli := startEtcd(b)
 	value := strings.Repeat("x", 300)
 	resources := []string{"pods", "configmaps", "secrets", "services/specs", "apps/deployments"}
 	var ops []clientv3.Op

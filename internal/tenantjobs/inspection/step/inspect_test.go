@@ -18,7 +18,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -30,7 +29,7 @@ import (
 func TestInspectFileCountsARealSnapshot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli := startEtcd(ctx, t)
+	cli := startEtcd(t)
 	put := func(keys ...string) int64 {
 		t.Helper()
 		var rev int64
@@ -106,7 +105,7 @@ func TestInspectFileCountsARealSnapshot(t *testing.T) {
 func TestInspectFileRefusesBadBytes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli := startEtcd(ctx, t)
+	cli := startEtcd(t)
 	if _, err := cli.Put(ctx, "/registry/namespaces/default", "v"); err != nil {
 		t.Fatal(err)
 	}
@@ -146,34 +145,8 @@ func TestInspectFileRefusesBadBytes(t *testing.T) {
 	}
 }
 
-func startEtcd(ctx context.Context, t testing.TB) *clientv3.Client {
-	t.Helper()
-	dir := t.TempDir()
-	peer, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientURL, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-		DataDir: filepath.Join(dir, "data"), ClientURL: clientURL, PeerURL: peer,
-		InitialCluster: "etcd-0=" + peer, Token: "inspect", LogFile: filepath.Join(dir, "etcd.log"),
-		Flags: []string{"--quota-backend-bytes=1073741824"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(10 * time.Second) })
-	if err := m.WaitHealthy(ctx); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "etcd.log"))
-		t.Fatalf("%v\n%s", err, log)
-	}
-	cli, err := etcdproc.Client(clientURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+func startEtcd(t testing.TB) *clientv3.Client {
+	cli, _ := testenv.StartEtcd(t, "--quota-backend-bytes=1073741824")
 	return cli
 }
 
@@ -219,7 +192,7 @@ func copyFile(t *testing.T, from, to string) {
 func TestInspectFileRefusesCorruptPages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli := startEtcd(ctx, t)
+	cli := startEtcd(t)
 	for i := range 2000 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/registry/pods/ns/p%d", i), "v"); err != nil {
 			t.Fatal(err)

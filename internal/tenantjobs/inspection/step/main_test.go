@@ -65,7 +65,7 @@ func TestArgsRoundTrip(t *testing.T) {
 func TestMainAgainstS3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cli := startEtcd(ctx, t)
+	cli := startEtcd(t)
 	for _, k := range []string{"/registry/namespaces/default", "/registry/namespaces/a", "/registry/pods/a/p1", "/registry/minions/n1"} {
 		if _, err := cli.Put(ctx, k, "v"); err != nil {
 			t.Fatal(err)

@@ -92,13 +92,7 @@ func (r Report) Line() string {
 }
 
 // ParseReport reads a Pod's termination message strictly (report.Parse).
-func ParseReport(s string) (Report, error) {
-	var r Report
-	if err := report.Parse(s, &r); err != nil {
-		return Report{}, err
-	}
-	return r, nil
-}
+func ParseReport(s string) (Report, error) { return report.Read[Report](s) }
 
 // checkManifest refuses values no inspection produces.
 func checkManifest(m *backupsv1alpha1.BackupManifest) error {

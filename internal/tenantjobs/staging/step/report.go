@@ -55,10 +55,4 @@ func (r Report) ExitCode() int { return report.ExitCode(&r) }
 func (r Report) Line() string { return report.Line(&r) }
 
 // ParseReport reads a Pod's termination message strictly (report.Parse).
-func ParseReport(s string) (Report, error) {
-	var r Report
-	if err := report.Parse(s, &r); err != nil {
-		return Report{}, err
-	}
-	return r, nil
-}
+func ParseReport(s string) (Report, error) { return report.Read[Report](s) }

@@ -19,7 +19,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
@@ -33,30 +32,7 @@ import (
 // returns the snapshot's bytes and its revision.
 func kubeSnapshot(ctx context.Context, t *testing.T) ([]byte, int64) {
 	t.Helper()
-	dir := t.TempDir()
-	peer, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	clientURL, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-		DataDir: filepath.Join(dir, "data"), ClientURL: clientURL, PeerURL: peer, InitialCluster: "etcd-0=" + peer, Token: "t",
-		LogFile: filepath.Join(dir, "etcd.log")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Stop(10 * time.Second)
-	if err := m.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := etcdproc.Client(clientURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
+	cli, _ := testenv.StartEtcd(t)
 	put := func(k string) {
 		if _, err := cli.Put(ctx, k, "{}"); err != nil {
 			t.Fatal(err)
