@@ -19,7 +19,8 @@
 //
 // Arrows point down: a controller imports its Job's spec, the spec its
 // step and this package, a step the staging step (every step fetches and
-// checks its object as staging does) and report; no step imports
+// checks its object as staging does, and the object a Job reads is its
+// Object) and report; this package imports no step, and no step imports
 // controller-runtime. The counting of an etcd's keys into a manifest and
 // the comparison of two manifests are internal/manifest's, the paged walk
 // of an etcd's keys internal/keywalk's.
@@ -31,8 +32,6 @@
 //     no capabilities, seccomp, bounded CPU and memory, a deadline, a
 //     TTL, a podFailurePolicy that ends the Job at once on a refusal),
 //     and CredentialsEnv hands the step its S3 keys;
-//   - the object a Job reads (object.go): Object, and Source, the step's
-//     flags for it;
 //   - names (names.go): RandomName and KeyedName, names a tenant cannot
 //     take first;
 //   - ownership (own.go): Mine and MyPod, whether a Job or a Pod is

@@ -10,7 +10,6 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // What every Job the driver runs in a tenant's namespace shares (the
@@ -141,11 +140,11 @@ func Resources(requestMemory, limitMemory string) corev1.ResourceRequirements {
 
 // CredentialsEnv are the S3 keys from the named Secret, and the driver's
 // extra CA bundle when there is one, as every step reads them
-// (stagingstep.Fetch).
+// (the staging step's Fetch).
 func CredentialsEnv(secret, caPEM string) []corev1.EnvVar {
 	env := []corev1.EnvVar{secretEnv(s3object.AccessKeyIDKey, secret), secretEnv(s3object.SecretAccessKeyKey, secret)}
 	if caPEM != "" {
-		env = append(env, corev1.EnvVar{Name: stagingstep.EnvCAPEM, Value: caPEM})
+		env = append(env, corev1.EnvVar{Name: s3object.EnvCAPEM, Value: caPEM})
 	}
 	return env
 }

@@ -91,7 +91,7 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 		t.Helper()
 		job := inspection.Build(inspection.Spec{
 			Namespace: tn.ns, JobName: name, BackupName: backup.Name, BackupUID: backup.UID, Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: tenantjobs.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: stagingstep.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		})

@@ -31,7 +31,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
 	rehearsalstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -76,7 +75,7 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 		t.Helper()
 		job := rehearsal.Build(rehearsal.Spec{
 			JobName: name, Namespace: tn.ns, RestoreJobName: rj.Name, RestoreJobUID: string(rj.UID), Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: staging.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: stagingstep.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			LiveRevision: floor, Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		}, owner)

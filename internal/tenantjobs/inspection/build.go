@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 const (
@@ -43,7 +44,7 @@ type Spec struct {
 	BackupName string
 	BackupUID  types.UID
 	Image      string
-	Object     tenantjobs.Object
+	Object     stagingstep.Object
 	// Deadline bounds the Job (activeDeadlineSeconds, at least a minute).
 	Deadline time.Duration
 	// AllowedEndpointCIDRs and AllowHTTP are the driver's endpoint policy.

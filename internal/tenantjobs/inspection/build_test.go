@@ -12,7 +12,6 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -21,7 +20,7 @@ import (
 func spec() Spec {
 	return Spec{
 		Namespace: "tenant", BackupName: "b1", BackupUID: "uid-1", Image: "driver:v1",
-		Object: tenantjobs.Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
+		Object: stagingstep.Object{Endpoint: "https://s3.example", Bucket: "b", Key: "tenant/etcd/a.db", Region: "eu-1", PathStyle: true,
 			SecretName: "s3", Size: 1 << 20, SHA256: "sha256:" + strings.Repeat("a", 64)},
 		Deadline: 10 * time.Minute, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, AllowHTTP: true, CAPEM: "-----BEGIN CERTIFICATE-----",
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // jobName is the inspection Job's name for b: keyed with the active
@@ -40,7 +41,7 @@ func (r *Reconciler) spec(b *backupsv1alpha1.Backup, name string, p strategypoli
 	if err := r.Policy.CheckURL(src.Endpoint, httpAllowed); err != nil {
 		return Spec{}, err
 	}
-	o := tenantjobs.Object{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
+	o := stagingstep.Object{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region,
 		PathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle, SecretName: src.SecretName}
 	if a := b.Status.Artifact; a != nil {
 		o.Size, o.SHA256 = a.SizeBytes, a.Checksum

@@ -40,7 +40,7 @@ type Spec struct {
 	RestoreJobName string
 	RestoreJobUID  string
 	Image          string
-	Object         tenantjobs.Object
+	Object         stagingstep.Object
 	// LiveRevision is the live cluster's revision; 0 when it could not be
 	// read (the snapshot's revision is then raised by UnknownLiveBump, as
 	// a real restore would).

@@ -14,7 +14,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -22,7 +21,7 @@ const uid = "0b8a6d2e-1111-2222-3333-444455556666"
 
 func spec() Spec {
 	return Spec{JobName: NewName(), Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid, Image: "ghcr.io/x/driver:v1",
-		Object: staging.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "tenant-a/etcd/s.db", SecretName: "creds",
+		Object: stagingstep.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "tenant-a/etcd/s.db", SecretName: "creds",
 			Size: 1 << 30, SHA256: "sha256:" + strings.Repeat("ab", 32)},
 		LiveRevision: 1500, Deadline: 30 * time.Minute, AllowedEndpointCIDRs: []string{"10.0.0.0/8"}}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // A Pod of the rehearsal Job whose report disagrees with how its container
@@ -26,7 +26,7 @@ import (
 func TestAReportThatDisagreesWithItsExitCodeIsRefused(t *testing.T) {
 	const uid = "0b8a6d2e-1111-2222-3333-444455556666"
 	want := Build(Spec{JobName: "etcd-rehearsal-x", Namespace: "tenant-a", RestoreJobName: "rj", RestoreJobUID: uid,
-		Image: "ghcr.io/x/driver:v1", Object: staging.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "k.db",
+		Image: "ghcr.io/x/driver:v1", Object: stagingstep.Object{Endpoint: "https://s3.example.com", Bucket: "b", Key: "k.db",
 			SecretName: "creds", Size: 1 << 20, SHA256: "sha256:" + strings.Repeat("ab", 32)}, LiveRevision: 1500, Deadline: time.Hour},
 		metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: "rj", UID: uid})
 	job := want.DeepCopy()

@@ -16,7 +16,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // refusal is a terminal reason a dry run cannot go on.
@@ -103,7 +103,7 @@ func (r *Reconciler) preflight(ctx context.Context, rj *backupsv1alpha1.RestoreJ
 	}
 	return Spec{
 		Namespace: rj.Namespace, RestoreJobName: rj.Name, RestoreJobUID: string(rj.UID), Image: r.Image,
-		Object: staging.Object{Endpoint: v.Facts.Endpoint, Bucket: v.Facts.Bucket, Key: v.Facts.Key, Region: v.Facts.Region,
+		Object: stagingstep.Object{Endpoint: v.Facts.Endpoint, Bucket: v.Facts.Bucket, Key: v.Facts.Key, Region: v.Facts.Region,
 			PathStyle: v.Facts.ForcePathStyle, SecretName: v.Facts.SecretName, Size: v.Facts.SizeBytes, SHA256: sum},
 		Deadline: r.deadline(), AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: allowHTTP, CAPEM: r.S3CAPEM,
 	}, nil, nil

@@ -56,8 +56,9 @@ const (
 )
 
 // Object is one S3 object to stage, as the driver verified it (every
-// tenant Job's description of an object).
-type Object = tenantjobs.Object
+// tenant Job's description of an object, the staging step's), under the
+// name internal/restore knows it by.
+type Object = step.Object
 
 // Spec is what a staging Job is built from.
 type Spec struct {

@@ -25,7 +25,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
-	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -116,9 +115,9 @@ func options(etcdURL, s3URL string, b changelog.Base, dir string) capture.Option
 
 func env(name string) string {
 	switch name {
-	case stagingstep.EnvAccessKeyID:
+	case s3object.AccessKeyIDKey:
 		return s3creds.AccessKeyID
-	case stagingstep.EnvSecretAccessKey:
+	case s3object.SecretAccessKeyKey:
 		return s3creds.SecretAccessKey
 	}
 	return ""

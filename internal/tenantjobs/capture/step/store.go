@@ -14,17 +14,17 @@ import (
 // optional CA bundle read from env, as the staging step reads them,
 // under the endpoint policy.
 func chainStore(o capture.Options, env func(string) string) (changelog.Store, error) {
-	creds := s3object.Credentials{AccessKeyID: env(stagingstep.EnvAccessKeyID), SecretAccessKey: env(stagingstep.EnvSecretAccessKey)}
+	creds := s3object.Credentials{AccessKeyID: env(s3object.AccessKeyIDKey), SecretAccessKey: env(s3object.SecretAccessKeyKey)}
 	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return changelog.Store{}, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, stagingstep.EnvAccessKeyID, stagingstep.EnvSecretAccessKey)
+		return changelog.Store{}, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, s3object.AccessKeyIDKey, s3object.SecretAccessKeyKey)
 	}
 	policy, err := endpointpolicy.Parse(o.AllowedEndpointCIDRs)
 	if err != nil {
 		return changelog.Store{}, fmt.Errorf("%w: %w", stagingstep.ErrArguments, err)
 	}
-	if pem := env(stagingstep.EnvCAPEM); pem != "" {
+	if pem := env(s3object.EnvCAPEM); pem != "" {
 		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
-			return changelog.Store{}, fmt.Errorf("%w: %s: %w", stagingstep.ErrArguments, stagingstep.EnvCAPEM, err)
+			return changelog.Store{}, fmt.Errorf("%w: %s: %w", stagingstep.ErrArguments, s3object.EnvCAPEM, err)
 		}
 	}
 	return changelog.Store{

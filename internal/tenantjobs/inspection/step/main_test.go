@@ -17,6 +17,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -114,7 +115,7 @@ func TestMainAgainstS3(t *testing.T) {
 		t.Helper()
 		o.WorkDir = t.TempDir()
 		o.TerminationLog = filepath.Join(t.TempDir(), "termination-log")
-		env := map[string]string{stagingstep.EnvAccessKeyID: keys.AccessKeyID, stagingstep.EnvSecretAccessKey: keys.SecretAccessKey}
+		env := map[string]string{s3object.AccessKeyIDKey: keys.AccessKeyID, s3object.SecretAccessKeyKey: keys.SecretAccessKey}
 		var stdout, stderr bytes.Buffer
 		code := Main(ctx, o.Args()[1:], func(k string) string { return env[k] }, &stdout, &stderr)
 		msg, err := os.ReadFile(o.TerminationLog)

@@ -58,17 +58,17 @@ type Source struct {
 // it is downloaded). The caller checks the bytes (Download, Stage) and
 // closes the reader. Errors sort as Stage's (Classify).
 func Fetch(ctx context.Context, src Source, env func(string) string) (io.ReadCloser, error) {
-	creds := s3object.Credentials{AccessKeyID: env(EnvAccessKeyID), SecretAccessKey: env(EnvSecretAccessKey)}
+	creds := s3object.Credentials{AccessKeyID: env(s3object.AccessKeyIDKey), SecretAccessKey: env(s3object.SecretAccessKeyKey)}
 	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return nil, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, EnvAccessKeyID, EnvSecretAccessKey)
+		return nil, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, s3object.AccessKeyIDKey, s3object.SecretAccessKeyKey)
 	}
 	policy, err := endpointpolicy.Parse(src.AllowedEndpointCIDRs)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrArguments, err)
 	}
-	if pem := env(EnvCAPEM); pem != "" {
+	if pem := env(s3object.EnvCAPEM); pem != "" {
 		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrArguments, EnvCAPEM, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrArguments, s3object.EnvCAPEM, err)
 		}
 	}
 	store := s3object.Store{Policy: policy, AllowHTTP: src.AllowHTTP}

@@ -150,7 +150,7 @@ func TestMainAgainstS3(t *testing.T) {
 		TerminationLog: filepath.Join(dir, "termination-log")}
 	env := func(keys s3server.Credentials) func(string) string {
 		return func(k string) string {
-			return map[string]string{EnvAccessKeyID: keys.AccessKeyID, EnvSecretAccessKey: keys.SecretAccessKey}[k]
+			return map[string]string{s3object.AccessKeyIDKey: keys.AccessKeyID, s3object.SecretAccessKeyKey: keys.SecretAccessKey}[k]
 		}
 	}
 	run := func(o Options, keys s3server.Credentials) (int, Report) {

@@ -10,15 +10,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
-// Names of the environment variables Main reads: the credentials Secret's
-// keys, as the etcd-operator's agents read them, and an optional PEM
-// bundle of CAs for an https endpoint with a private CA.
-const (
-	EnvAccessKeyID     = "AWS_ACCESS_KEY_ID"
-	EnvSecretAccessKey = "AWS_SECRET_ACCESS_KEY"
-	EnvCAPEM           = "S3_CA_PEM"
-)
-
 // Options are etcd-stage's flags. The driver builds the staging Job's
 // arguments with Args, from facts it signed, never from tenant input.
 type Options struct {

@@ -19,6 +19,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
@@ -107,7 +108,7 @@ func TestRehearseAgainstS3(t *testing.T) {
 	upload("t/etcd/bad.db", bad)
 
 	env := func(k string) string {
-		return map[string]string{stagingstep.EnvAccessKeyID: creds.AccessKeyID, stagingstep.EnvSecretAccessKey: creds.SecretAccessKey}[k]
+		return map[string]string{s3object.AccessKeyIDKey: creds.AccessKeyID, s3object.SecretAccessKeyKey: creds.SecretAccessKey}[k]
 	}
 	base := func(t *testing.T) step.Options {
 		dir := t.TempDir()
