@@ -12,8 +12,8 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -29,11 +29,12 @@ func refuse(reason backupsv1alpha1.RestoreReason, format string, args ...any) *r
 	return &refusal{reason: reason, message: fmt.Sprintf(format, args...)}
 }
 
-// etcdApplication is the one application kind and name the Etcd driver
-// restores (the chart pins its release, HelmRelease and EtcdCluster).
+// The one application kind and name the Etcd driver backs up, restores
+// and rehearses: the chart pins its release, HelmRelease and EtcdCluster
+// to backupjob.ClusterName.
 const (
 	etcdKind    = "Etcd"
-	clusterName = restore.ClusterName
+	clusterName = backupjob.ClusterName
 )
 
 // preflight checks a dry run as a real restore's preflight does, without

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -54,7 +54,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !restore.IsEtcdStrategy(b) {
+	if !strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
 		return ctrl.Result{}, nil
 	}
 	spec, ref, err := r.preflight(ctx, rj, b)
@@ -243,7 +243,7 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	reason backupsv1alpha1.RestoreReason, msg string, report *backupsv1alpha1.RehearsalReport) error {
 	msg = textlimit.Cut(msg, 1024)
 	now := metav1.NewTime(r.now())
-	if b != nil && restore.IsEtcdStrategy(b) {
+	if b != nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
 		rec := &backupsv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}
 		if err := r.recordOnBackup(ctx, b, rec); err != nil {
 			return err
