@@ -4,90 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"path/filepath"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/etcdutl/v3/snapshot"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/keywalk"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/scratchetcd"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
-// The throwaway member's identity: fixed, loopback only, never a peer of
-// anything.
-const (
-	memberName   = "rehearsal"
-	clusterToken = "etcd-backup-driver-rehearsal"
-)
-
-// Bounds of the boot and the read-back.
-const (
-	bootTimeout = 2 * time.Minute
-	stopTimeout = 30 * time.Second
-)
-
-var (
-	// errBoot: the restored member did not start.
-	errBoot = errors.New("the restored etcd did not start")
-	// errMismatch: it started but does not answer as staged.
-	errMismatch = errors.New("the restored etcd does not read back as staged")
-)
-
-// member is where the restored data lives and where it listens.
-type member struct {
-	dir          string
-	client, peer url.URL
-}
-
-// restoreDataDir restores the staged snapshot (its trailer checked, as
-// etcdutl does without --skip-hash-check) into data, for a single member
-// listening on loopback ports picked now.
-func restoreDataDir(staged, data string) (m member, err error) {
-	// etcdutl panics on some malformed databases.
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("etcdutl snapshot restore failed: %v", p)
-		}
-	}()
-	c, err := loopbackURL()
-	if err != nil {
-		return member{}, err
-	}
-	p, err := loopbackURL()
-	if err != nil {
-		return member{}, err
-	}
-	m = member{dir: data, client: c, peer: p}
-	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
-		SnapshotPath:        staged,
-		Name:                memberName,
-		OutputDataDir:       data,
-		PeerURLs:            []string{p.String()},
-		InitialCluster:      memberName + "=" + p.String(),
-		InitialClusterToken: clusterToken,
-	})
-	if err != nil {
-		return member{}, fmt.Errorf("etcdutl snapshot restore of the staged snapshot: %w", err)
-	}
-	return m, nil
-}
-
-// loopbackURL is http://127.0.0.1:<a free port>.
-func loopbackURL() (url.URL, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return url.URL{}, fmt.Errorf("pick a loopback port: %w", err)
-	}
-	defer l.Close()
-	return url.URL{Scheme: "http", Host: l.Addr().String()}, nil
-}
+// errMismatch: the restored etcd started but does not answer as staged.
+var errMismatch = errors.New("the restored etcd does not read back as staged")
 
 // readBack is what the booted member answered.
 type readBack struct {
@@ -95,51 +23,19 @@ type readBack struct {
 	counter                   *manifest.Counter
 }
 
-// bootAndRead starts the member in-process, checks it answers at the
-// staged revision with everything below compacted, walks every key
-// (keywalk.Walk) into a Counter, and stops it.
-func bootAndRead(ctx context.Context, m member, staged stagingstep.Result) (readBack, error) {
-	cfg := embed.NewConfig()
-	cfg.Name = memberName
-	cfg.Dir = m.dir
-	cfg.WalDir = filepath.Join(m.dir, "member", "wal")
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{m.client}, []url.URL{m.client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{m.peer}, []url.URL{m.peer}
-	cfg.ListenMetricsUrls = nil
-	cfg.InitialCluster = memberName + "=" + m.peer.String()
-	cfg.InitialClusterToken = clusterToken
-	// Boot failures come back through StartEtcd and Err; the member's own
-	// log (its shutdown included) is noise in the Job's output.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	// A throwaway member: losing it on a crash loses nothing.
-	cfg.UnsafeNoFsync = true
-	e, err := embed.StartEtcd(cfg)
+// bootAndRead starts the member restored in m (scratchetcd: in-process,
+// loopback only), checks it answers at the staged revision with
+// everything below compacted, walks every key (keywalk.Walk) into a
+// Counter, and stops it.
+func bootAndRead(ctx context.Context, m scratchetcd.Member, staged stagingstep.Result) (readBack, error) {
+	e, err := scratchetcd.Start(ctx, m, scratchetcd.Options{})
 	if err != nil {
-		return readBack{}, fmt.Errorf("%w: %w", errBoot, err)
+		return readBack{}, err
 	}
-	defer func() {
-		stopped := make(chan struct{})
-		go func() { e.Close(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(stopTimeout):
-		}
-	}()
-	timer := time.NewTimer(bootTimeout)
-	defer timer.Stop()
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		return readBack{}, fmt.Errorf("%w: %w", errBoot, err)
-	case <-timer.C:
-		return readBack{}, fmt.Errorf("%w within %s", errBoot, bootTimeout)
-	case <-ctx.Done():
-		return readBack{}, ctx.Err()
-	}
-
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.client.String()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+	defer e.Close()
+	cli, err := e.Client(0)
 	if err != nil {
-		return readBack{}, fmt.Errorf("connect to the restored etcd: %w", err)
+		return readBack{}, err
 	}
 	defer cli.Close()
 	return read(ctx, cli, staged)

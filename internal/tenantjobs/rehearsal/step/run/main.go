@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/scratchetcd"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
@@ -63,7 +64,7 @@ func run(ctx context.Context, o step.Options, env func(string) string, stderr io
 	}
 
 	data := filepath.Join(dir, step.DataDir)
-	m, err := restoreDataDir(so.Out, data)
+	m, err := scratchetcd.Restore(so.Out, data)
 	if err != nil {
 		return step.Failure(report.Refused, step.ReasonSnapshotUnbootable, err)
 	}
@@ -85,7 +86,7 @@ func run(ctx context.Context, o step.Options, env func(string) string, stderr io
 	switch {
 	case errors.Is(err, errMismatch):
 		return step.Failure(report.Refused, step.ReasonReadBackMismatch, err)
-	case errors.Is(err, errBoot):
+	case errors.Is(err, scratchetcd.ErrBoot):
 		return step.Failure(report.Refused, step.ReasonSnapshotUnbootable, err)
 	case err != nil:
 		return step.Failure(report.Retryable, stagingstep.ReasonTransient, err)
