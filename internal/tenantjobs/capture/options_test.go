@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -76,12 +77,12 @@ func TestValidateRefuses(t *testing.T) {
 // report is refused.
 func TestReportParsesStrictly(t *testing.T) {
 	at := time.Date(2026, 12, 6, 17, 0, 0, 0, time.UTC)
-	r := Report{Outcome: OutcomeGap, Reason: ReasonCompacted, Message: strings.Repeat("m", 3*MaxMessage), BaseRevision: 42, Segments: 3, Newest: 99, NewestTime: &at}
+	r := Report{Envelope: report.Envelope{Outcome: OutcomeGap, Reason: ReasonCompacted, Message: strings.Repeat("m", 3*report.MaxMessage)}, BaseRevision: 42, Segments: 3, Newest: 99, NewestTime: &at}
 	got, err := ParseReport(r.Line())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ExitCode() != ExitGap || got.Newest != 99 || len(got.Message) > MaxMessage {
+	if got.ExitCode() != ExitGap || got.Newest != 99 || len(got.Message) > report.MaxMessage {
 		t.Fatalf("read back %+v", got)
 	}
 	for _, bad := range []string{

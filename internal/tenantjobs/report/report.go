@@ -1,5 +1,6 @@
 // Package report is the one line every step the driver runs in a
-// tenant's namespace (`etcd-stage stage`, `inspect` and `rehearse`) writes
+// tenant's namespace (`etcd-stage stage`, `inspect`, `rehearse` and
+// `capture`) writes
 // to its termination log, and the driver reads back from the Pod's
 // termination message: an Envelope (outcome, reason, message) with the
 // step's own fields beside it, at most MaxLine bytes (Line cuts the step's
@@ -19,7 +20,8 @@ import (
 )
 
 // Outcome is how a step ended. Retryable and Refused are every step's;
-// each step names its success (Staged, Inspected, Rehearsed).
+// each step names its own (Staged, Inspected, Rehearsed; the capture's
+// Stopped and Gap) in its Step.
 type Outcome string
 
 const (
@@ -71,12 +73,22 @@ type Envelope struct {
 
 func (e *Envelope) envelope() *Envelope { return e }
 
+// Step describes one step's reports.
+type Step struct {
+	// Name names the step ("staging", "inspection", ...) in errors.
+	Name string
+	// Outcomes are the step's own outcomes, each with its exit code: its
+	// success with ExitSucceeded, and any other a step ends with for a
+	// reason of its own (the capture's Gap). Retryable and Refused are
+	// every step's.
+	Outcomes map[Outcome]int
+}
+
 // Report is a pointer to a step's report: a struct embedding Envelope.
 type Report interface {
 	envelope() *Envelope
-	// Step names the step ("staging", "inspection", "rehearsal") for
-	// errors, and its word for success.
-	Step() (name string, succeeded Outcome)
+	// Step describes the step that writes the report.
+	Step() Step
 	// Shrink removes one thing from the report's lists, least useful
 	// first, to fit MaxLine; false when nothing is left to remove.
 	Shrink() bool
@@ -93,11 +105,11 @@ func Cut(msg string) string { return textlimit.Cut(msg, MaxMessage) }
 
 // ExitCode is the process exit code that goes with r.
 func ExitCode(r Report) int {
-	_, succeeded := r.Step()
-	switch r.envelope().Outcome {
-	case succeeded:
-		return ExitSucceeded
-	case Refused:
+	o := r.envelope().Outcome
+	if code, own := r.Step().Outcomes[o]; own {
+		return code
+	}
+	if o == Refused {
 		return ExitRefused
 	}
 	return ExitRetryable
@@ -144,7 +156,8 @@ func encodedLen(s string) int {
 // complete report of r's step within its bounds is refused, so a cut,
 // foreign or forged message is never taken for an outcome.
 func Parse(s string, r Report) error {
-	name, succeeded := r.Step()
+	step := r.Step()
+	name := step.Name
 	if len(s) > MaxLine {
 		return fmt.Errorf("termination message is %d bytes, more than a report's %d", len(s), MaxLine)
 	}
@@ -158,7 +171,7 @@ func Parse(s string, r Report) error {
 	}
 	e := r.envelope()
 	switch {
-	case e.Outcome != succeeded && e.Outcome != Retryable && e.Outcome != Refused:
+	case !known(step, e.Outcome):
 		return fmt.Errorf("%s report has unknown outcome %q", name, textlimit.Value(string(e.Outcome)))
 	case e.Reason == "" || len(e.Reason) > MaxReason:
 		return fmt.Errorf("%s report has no usable reason", name)
@@ -183,6 +196,12 @@ func Read[R any, P interface {
 		return none, err
 	}
 	return r, nil
+}
+
+// known reports whether o is an outcome of step's reports.
+func known(step Step, o Outcome) bool {
+	_, own := step.Outcomes[o]
+	return own || o == Retryable || o == Refused
 }
 
 // Emit writes a report's line to stdout and to the termination log

@@ -13,7 +13,9 @@ type listReport struct {
 	Cut   bool     `json:"cut,omitempty"`
 }
 
-func (r *listReport) Step() (string, Outcome) { return "test", "Done" }
+func (r *listReport) Step() Step {
+	return Step{Name: "test", Outcomes: map[Outcome]int{"Done": ExitSucceeded, "Ended": 66}}
+}
 
 func (r *listReport) Shrink() bool {
 	if len(r.Items) == 0 {
@@ -48,7 +50,7 @@ func TestLineFitsAndParsesBack(t *testing.T) {
 	if !got.Cut || len(got.Items) == 0 || encodedLen(got.Message) > MaxMessage || ExitCode(&got) != ExitSucceeded {
 		t.Fatalf("parsed %d items, cut %v, message of %d bytes, exit %d", len(got.Items), got.Cut, encodedLen(got.Message), ExitCode(&got))
 	}
-	for o, code := range map[Outcome]int{"Done": ExitSucceeded, Retryable: ExitRetryable, Refused: ExitRefused, "Other": ExitRetryable} {
+	for o, code := range map[Outcome]int{"Done": ExitSucceeded, "Ended": 66, Retryable: ExitRetryable, Refused: ExitRefused, "Other": ExitRetryable} {
 		if got := ExitCode(&listReport{Envelope: Envelope{Outcome: o}}); got != code {
 			t.Errorf("outcome %s exits %d, want %d", o, got, code)
 		}

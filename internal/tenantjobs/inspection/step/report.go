@@ -45,7 +45,9 @@ func NewReport(m backupsv1alpha1.BackupManifest, err error) Report {
 }
 
 // Step names the inspection step and its success.
-func (r *Report) Step() (string, report.Outcome) { return "inspection", OutcomeInspected }
+func (r *Report) Step() report.Step { return inspectionStep }
+
+var inspectionStep = report.Step{Name: "inspection", Outcomes: map[report.Outcome]int{OutcomeInspected: report.ExitSucceeded}}
 
 // Shrink cuts the manifest's lists (manifest.ShrinkKeyspaces) and says
 // so in Truncated.

@@ -65,7 +65,9 @@ func FromStaging(sr stagingstep.Report) Report {
 }
 
 // Step names the rehearsal step and its success.
-func (r *Report) Step() (string, report.Outcome) { return "rehearsal", OutcomeRehearsed }
+func (r *Report) Step() report.Step { return rehearsalStep }
+
+var rehearsalStep = report.Step{Name: "rehearsal", Outcomes: map[report.Outcome]int{OutcomeRehearsed: report.ExitSucceeded}}
 
 // Shrink cuts the keyspaces as an inspection report's are
 // (manifest.ShrinkKeyspaces: least useful first, a namespace name list

@@ -35,7 +35,9 @@ func NewReport(res Result, err error) Report {
 }
 
 // Step names the staging step and its success.
-func (r *Report) Step() (string, report.Outcome) { return "staging", OutcomeStaged }
+func (r *Report) Step() report.Step { return stagingStep }
+
+var stagingStep = report.Step{Name: "staging", Outcomes: map[report.Outcome]int{OutcomeStaged: report.ExitSucceeded}}
 
 // Shrink has nothing to cut: the report carries no lists.
 func (r *Report) Shrink() bool { return false }
