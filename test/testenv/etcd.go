@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // StartEtcd starts a single-member etcd of bin/etcd for t, plain http on
-// loopback, with flags added to its command line, and returns a client of
-// it and its client URL. The member and the client go when t ends; a
-// member that does not become healthy fails t with its log.
+// loopback, with flags added to its command line ("{client}" in one
+// stands for the plain client URL), and returns a client of it and its
+// client URL. The member and the client go when t ends; a member that
+// does not become healthy fails t with its log.
 func StartEtcd(t testing.TB, flags ...string) (*clientv3.Client, string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -26,6 +28,9 @@ func StartEtcd(t testing.TB, flags ...string) (*clientv3.Client, string) {
 	url, err := etcdproc.FreeURL()
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, f := range flags {
+		flags[i] = strings.ReplaceAll(f, "{client}", url)
 	}
 	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(RepoRoot(), "bin", "etcd"), Name: "etcd-0",
 		DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer,
