@@ -80,8 +80,8 @@ $(BIN)/etcdutl: $(TOOLS)/go.mod
 
 # etcd and etcdutl of every minor the etcd-operator may run, one module each
 # ($(TOOLS)/etcd-v3.5, $(TOOLS)/etcd-v3.6: the newest patch release the Go
-# proxy serves), for the staging proof in internal/staging, which restores a
-# staged snapshot with each of them as the operator does.
+# proxy serves), for the staging proof in internal/tenantjobs/staging/step,
+# which restores a staged snapshot with each of them as the operator does.
 ETCD_MINORS := v3.5 v3.6
 ETCD_VERSION_BINS := $(foreach m,$(ETCD_MINORS),$(BIN)/etcd-$(m)/etcd $(BIN)/etcd-$(m)/etcdutl)
 
@@ -155,7 +155,7 @@ bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing 
 	go test ./test/bench -run '^$$' -bench Inspection -benchtime 1x -timeout 60m
 	# What the inspection Job's reading costs: snapshots of 50,000 and
 	# 200,000 objects.
-	go test ./internal/snapshotinspect -run '^$$' -bench InspectFile -benchtime 5x
+	go test ./internal/tenantjobs/inspection/step -run '^$$' -bench InspectFile -benchtime 5x
 	# Point-in-time restore's engine (docs/point-in-time.md): bytes stored
 	# and CPU per change, the capture's cost per change against a real
 	# etcd, and a replay of 10,000 changes after the base.

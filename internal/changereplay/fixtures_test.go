@@ -20,7 +20,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -151,7 +150,7 @@ func startCapture(t testing.TB, etcdURL string, b changelog.Base) *capturing {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	env := func(k string) string {
-		return map[string]string{staging.EnvAccessKeyID: s3creds.AccessKeyID, staging.EnvSecretAccessKey: s3creds.SecretAccessKey}[k]
+		return map[string]string{s3object.AccessKeyIDKey: s3creds.AccessKeyID, s3object.SecretAccessKeyKey: s3creds.SecretAccessKey}[k]
 	}
 	go func() { c.done <- capturestep.Main(ctx, o.Args(), env, io.Discard, io.Discard) }()
 	t.Cleanup(func() { cancel(); <-c.done; c.done <- 0 })

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -59,29 +60,25 @@ func (d Drop) String() string {
 	return fmt.Sprintf("namespaces in %s: %d → %d", d.Keyspace, d.Before, d.After)
 }
 
-// Compare lists what dropped from prev to cur under t, largest loss first.
-// A resource missing from a list that was cut (Truncated) is not known to
-// have dropped and is not reported.
+// Compare lists what dropped from prev to cur under t, largest loss
+// first, from what prev lists. A keyspace or a resource that cur does not
+// list is gone only when cur's list proves it (manifest.Compare's rule):
+// one cut from a list, to the manifest's bounds or to fit the inspection's
+// report, is not known to have dropped and is not reported.
 func Compare(prev, cur *backupsv1alpha1.BackupManifest, t Thresholds) []Drop {
 	var drops []Drop
-	curKS := map[string]*backupsv1alpha1.KeyspaceManifest{}
-	for i := range cur.Keyspaces {
-		curKS[cur.Keyspaces[i].Prefix] = &cur.Keyspaces[i]
-	}
-	for i := range prev.Keyspaces {
-		p := &prev.Keyspaces[i]
-		c, ok := curKS[p.Prefix]
-		if !ok {
-			if cur.Truncated && len(cur.Keyspaces) >= backupsv1alpha1.ManifestMaxKeyspaces {
-				continue
-			}
-			if p.Objects >= t.MinDroppedObjects {
-				drops = append(drops, Drop{Keyspace: p.Prefix, Before: p.Objects, KeyspaceGone: true})
+	for _, k := range manifest.Compare(prev, cur) {
+		if !k.InFrom || k.ObjectsTo == nil {
+			continue
+		}
+		if !k.InTo {
+			if *k.ObjectsFrom >= t.MinDroppedObjects {
+				drops = append(drops, Drop{Keyspace: k.Prefix, Before: *k.ObjectsFrom, KeyspaceGone: true})
 			}
 			continue
 		}
-		drops = append(drops, resourceDrops(p, c, cur.Truncated, t)...)
-		if d, ok := namespaceDrop(p, c, t); ok {
+		drops = append(drops, resourceDrops(k, t)...)
+		if d, ok := namespaceDrop(k, t); ok {
 			drops = append(drops, d)
 		}
 	}
@@ -91,48 +88,31 @@ func Compare(prev, cur *backupsv1alpha1.BackupManifest, t Thresholds) []Drop {
 	return drops
 }
 
-func resourceDrops(p, c *backupsv1alpha1.KeyspaceManifest, curTruncated bool, t Thresholds) []Drop {
-	now := map[string]int64{}
-	for _, r := range c.Resources {
-		now[r.Name] = r.Count
-	}
+func resourceDrops(k manifest.KeyspaceDiff, t Thresholds) []Drop {
 	var out []Drop
-	for _, r := range p.Resources {
-		after, listed := now[r.Name]
-		if !listed && curTruncated && len(c.Resources) >= backupsv1alpha1.ManifestMaxResources {
+	for _, r := range k.Resources {
+		if r.Delta == nil {
 			continue
 		}
-		lost := r.Count - after
-		if lost >= t.MinDroppedObjects && lost*100 > t.MaxResourceDropPercent*r.Count {
-			out = append(out, Drop{Keyspace: p.Prefix, Resource: r.Name, Before: r.Count, After: after})
+		lost := -*r.Delta
+		if lost >= t.MinDroppedObjects && lost*100 > t.MaxResourceDropPercent**r.From {
+			out = append(out, Drop{Keyspace: k.Prefix, Resource: r.Name, Before: *r.From, After: *r.To})
 		}
 	}
 	return out
 }
 
-func namespaceDrop(p, c *backupsv1alpha1.KeyspaceManifest, t Thresholds) (Drop, bool) {
-	complete := func(k *backupsv1alpha1.KeyspaceManifest) bool {
-		return int64(len(k.NamespaceNames)) == k.Namespaces
-	}
-	if complete(p) && complete(c) {
-		have := map[string]bool{}
-		for _, n := range c.NamespaceNames {
-			have[n] = true
-		}
-		var gone []string
-		for _, n := range p.NamespaceNames {
-			if !have[n] {
-				gone = append(gone, n)
-			}
-		}
-		if int64(len(gone)) > t.MaxNamespacesGone {
-			return Drop{Keyspace: p.Prefix, Before: p.Namespaces, After: c.Namespaces, NamespacesGone: gone}, true
+func namespaceDrop(k manifest.KeyspaceDiff, t Thresholds) (Drop, bool) {
+	before, after := *k.NamespacesFrom, *k.NamespacesTo
+	if !k.NamespaceNamesUnknown {
+		if int64(len(k.NamespacesOnlyInFrom)) > t.MaxNamespacesGone {
+			return Drop{Keyspace: k.Prefix, Before: before, After: after, NamespacesGone: k.NamespacesOnlyInFrom}, true
 		}
 		return Drop{}, false
 	}
 	// Too many to list: only the count says something went.
-	if p.Namespaces-c.Namespaces > t.MaxNamespacesGone {
-		return Drop{Keyspace: p.Prefix, Before: p.Namespaces, After: c.Namespaces}, true
+	if before-after > t.MaxNamespacesGone {
+		return Drop{Keyspace: k.Prefix, Before: before, After: after}, true
 	}
 	return Drop{}, false
 }

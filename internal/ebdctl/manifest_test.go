@@ -17,8 +17,8 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
-// manifest is a small manifest of one /registry keyspace.
-func manifest(rev int64, resources map[string]int64, namespaces ...string) *backupsv1alpha1.BackupManifest {
+// smallManifest is a small manifest of one /registry keyspace.
+func smallManifest(rev int64, resources map[string]int64, namespaces ...string) *backupsv1alpha1.BackupManifest {
 	ks := backupsv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces}
 	for name, n := range resources {
 		ks.Resources = append(ks.Resources, backupsv1alpha1.ObjectCount{Name: name, Count: n})
@@ -41,7 +41,7 @@ func withManifest(b *backupsv1alpha1.Backup, m *backupsv1alpha1.BackupManifest) 
 func TestShowPrintsTheManifest(t *testing.T) {
 	g := NewWithT(t)
 	b := withManifest(readyBackup("tenant-a", "b1", "etcd", 2*time.Hour),
-		manifest(420, map[string]int64{"pods": 7, "configmaps": 3}, "default", "kube-system", "shop"))
+		smallManifest(420, map[string]int64{"pods": 7, "configmaps": 3}, "default", "kube-system", "shop"))
 	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionContentDrop,
 		Status: metav1.ConditionFalse, Reason: backupsv1alpha1.BackupReasonContentUnchanged, Message: "nothing dropped"})
 	b.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "drill-1", Succeeded: true,
@@ -103,9 +103,9 @@ func TestShowWithoutManifestSaysWhyAndFails(t *testing.T) {
 func TestDiffComparesResourcesAndNamespaces(t *testing.T) {
 	g := NewWithT(t)
 	a := withManifest(readyBackup("tenant-a", "monday", "etcd", 48*time.Hour),
-		manifest(100, map[string]int64{"pods": 10, "secrets": 4, "configmaps": 3}, "default", "shop", "blog"))
+		smallManifest(100, map[string]int64{"pods": 10, "secrets": 4, "configmaps": 3}, "default", "shop", "blog"))
 	b := withManifest(readyBackup("tenant-a", "tuesday", "etcd", 24*time.Hour),
-		manifest(180, map[string]int64{"pods": 2, "secrets": 4, "leases": 1}, "default", "api"))
+		smallManifest(180, map[string]int64{"pods": 2, "secrets": 4, "leases": 1}, "default", "api"))
 	none := readyBackup("tenant-a", "uninspected", "etcd", time.Hour)
 	e, out, _ := fakeEnv(a, b, none)
 
@@ -141,9 +141,10 @@ func TestDiffComparesResourcesAndNamespaces(t *testing.T) {
 // many namespaces to name make their difference unknown.
 func TestDiffSaysWhatItCannotKnow(t *testing.T) {
 	g := NewWithT(t)
-	a := manifest(1, map[string]int64{"pods": 5, "widgets": 2}, "a")
-	b := manifest(2, map[string]int64{"pods": 5})
+	a := smallManifest(1, map[string]int64{"pods": 5, "widgets": 2}, "a")
+	b := smallManifest(2, map[string]int64{"pods": 5})
 	b.Truncated = true
+	b.Keyspaces[0].Objects += 2 // the widgets it no longer lists
 	b.Keyspaces[0].Namespaces = 40
 	b.Keyspaces = append(b.Keyspaces, backupsv1alpha1.KeyspaceManifest{Prefix: "/tenant_cp", Objects: 3,
 		Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 3}}})

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
@@ -134,22 +135,17 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 	return e.followRestore(ctx, c, job, app, o.timeout, newProgress(e.streams.Out, terminal, e.now))
 }
 
-// latestGood is app's newest Backup a restore should start from.
+// latestGood is app's newest Backup a restore should start from: the
+// newest good one (goodbackup.Good, as the driver shows it verified) that
+// is not a safety Backup.
 func latestGood(ctx context.Context, c client.Reader, ns, app string) (*backupsv1alpha1.Backup, error) {
 	var list backupsv1alpha1.BackupList
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list Backups: %w", err)
 	}
-	var best *backupsv1alpha1.Backup
-	for i := range list.Items {
-		b := &list.Items[i]
-		if !isApp(b.Spec.ApplicationRef, app) || !goodBackup(b) || droppedContent(b) || b.Labels[backupsv1alpha1.SafetyBackupLabel] != "" {
-			continue
-		}
-		if best == nil || b.Spec.TakenAt.After(best.Spec.TakenAt.Time) {
-			best = b
-		}
-	}
+	best := goodbackup.Newest(list.Items, func(b *backupsv1alpha1.Backup) bool {
+		return isApp(b.Spec.ApplicationRef, app) && goodbackup.Good(b, goodbackup.ShownVerified(b)) && b.Labels[backupsv1alpha1.SafetyBackupLabel] == ""
+	})
 	if best == nil {
 		return nil, fmt.Errorf("application %s/%s has no Ready Backup to restore from (Backups marked unverified, failed inspection or content drop, and safety Backups are not picked; name one with --from)", ns, app)
 	}

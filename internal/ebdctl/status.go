@@ -14,6 +14,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
@@ -220,7 +221,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 		}
 		f := get(appID{b.Namespace, b.Spec.ApplicationRef.Name})
 		f.noteRehearsal(b.Status.LastRehearsal)
-		if goodBackup(b) {
+		if goodbackup.Sound(b, goodbackup.ShownVerified(b)) {
 			f.good = append(f.good, b)
 		}
 	}

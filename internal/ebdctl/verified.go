@@ -20,27 +20,6 @@ func verifiedOf(b *backupsv1alpha1.Backup) *metav1.Condition {
 	return meta.FindStatusCondition(b.Status.Conditions, backupsv1alpha1.BackupConditionVerified)
 }
 
-// goodBackup reports whether b counts as a backup to rely on: Ready, not
-// being deleted, not marked unverified by the driver and not failed
-// inspection. A Backup the driver has not judged yet (no condition)
-// counts.
-func goodBackup(b *backupsv1alpha1.Backup) bool {
-	if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.DeletionTimestamp != nil {
-		return false
-	}
-	if b.InspectionFailed() {
-		return false
-	}
-	c := verifiedOf(b)
-	return c == nil || c.Status != metav1.ConditionFalse
-}
-
-// droppedContent reports whether the driver marked b as holding markedly
-// less than the Backup before it (ContentDrop True).
-func droppedContent(b *backupsv1alpha1.Backup) bool {
-	return meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionContentDrop)
-}
-
 // getBackup reads Backup ns/name; the error names it.
 func getBackup(ctx context.Context, c client.Reader, ns, name string) (*backupsv1alpha1.Backup, error) {
 	var b backupsv1alpha1.Backup

@@ -10,16 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupinspection"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plan"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plankeeper"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
 )
 
 // EventSource is the reporting controller name on the driver's Events.
@@ -154,7 +154,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	if err != nil {
 		return err
 	}
-	r := &backupinspection.Reconciler{
+	r := &inspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
 		MaxJobs: o.MaxInspectionJobs, Schema: d.schema,

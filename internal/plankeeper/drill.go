@@ -21,6 +21,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
@@ -253,24 +254,14 @@ func lastDrillConsidered(plan *backupsv1alpha1.Plan, rec *planrecord.Record, dri
 	return t
 }
 
-// newestGood is the newest Backup a drill should rehearse: Ready, not
-// being deleted, Verified True, not failed inspection, no content drop.
-// backups are the Plan's provenance-verified Backups.
+// newestGood is the newest Backup a drill should rehearse: the newest
+// good one (goodbackup.Good) among the Plan's provenance-verified
+// backups, the driver's Verified condition on it True (a Backup the
+// driver has not judged yet waits for the next drill).
 func newestGood(backups []backupsv1alpha1.Backup) *backupsv1alpha1.Backup {
-	var best *backupsv1alpha1.Backup
-	for i := range backups {
-		b := &backups[i]
-		if b.Status.Phase != backupsv1alpha1.BackupPhaseReady || b.DeletionTimestamp != nil ||
-			!meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionVerified) ||
-			b.InspectionFailed() ||
-			meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionContentDrop) {
-			continue
-		}
-		if best == nil || b.Spec.TakenAt.After(best.Spec.TakenAt.Time) {
-			best = b
-		}
-	}
-	return best
+	return goodbackup.Newest(backups, func(b *backupsv1alpha1.Backup) bool {
+		return goodbackup.Good(b, meta.IsStatusConditionTrue(b.Status.Conditions, backupsv1alpha1.BackupConditionVerified))
+	})
 }
 
 // earliest is the earlier of two times, ignoring zero ones.

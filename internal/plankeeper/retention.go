@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
@@ -80,16 +81,10 @@ func BackupsToPrune(backups []backupsv1alpha1.Backup, ret planpolicy.Retention, 
 	return out
 }
 
-// SortNewestFirst orders Backups by spec.takenAt, newest first, then by
-// name so the order is stable.
+// SortNewestFirst orders Backups newest first (goodbackup.Newer: by
+// spec.takenAt, then by name, so the order is stable).
 func SortNewestFirst(bs []*backupsv1alpha1.Backup) {
-	sort.SliceStable(bs, func(i, j int) bool {
-		ti, tj := bs[i].Spec.TakenAt.Time, bs[j].Spec.TakenAt.Time
-		if !ti.Equal(tj) {
-			return ti.After(tj)
-		}
-		return bs[i].Name > bs[j].Name
-	})
+	sort.SliceStable(bs, func(i, j int) bool { return goodbackup.Newer(bs[i], bs[j]) })
 }
 
 // NewestReady returns the name of the newest Ready Backup, or "".

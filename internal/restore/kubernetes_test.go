@@ -21,7 +21,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	stagingjob "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	stagingjob "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
 // A staging claim this process made is settled without a read, by the UID

@@ -16,7 +16,7 @@ const (
 	// Restore replaces the live cluster (internal/restore).
 	Restore Kind = iota
 	// DryRun rehearses the restore and touches nothing live
-	// (internal/rehearsal).
+	// (internal/tenantjobs/rehearsal).
 	DryRun
 )
 

@@ -55,8 +55,8 @@ type Options struct {
 	// kube-apiservers after it.
 	FenceControlPlanes *bool `json:"fenceControlPlanes,omitempty"`
 	// DryRun asks for a rehearsal instead of a restore: the rehearsal
-	// controller (internal/rehearsal) takes such a job and the restore
-	// never acts on it. Read once, when the job starts (KindOf).
+	// controller (internal/tenantjobs/rehearsal) takes such a job and the
+	// restore never acts on it. Read once, when the job starts (KindOf).
 	DryRun bool `json:"dryRun,omitempty"`
 }
 

@@ -11,10 +11,16 @@ import (
 )
 
 // Keys of the credentials Secret, the ones the etcd-operator's agents read.
+// A tenant Job hands them to its step (etcd-stage) as environment
+// variables of the same names.
 const (
 	AccessKeyIDKey     = "AWS_ACCESS_KEY_ID"
 	SecretAccessKeyKey = "AWS_SECRET_ACCESS_KEY"
 )
+
+// EnvCAPEM names the environment variable that hands a step the driver's
+// extra PEM bundle of S3 CAs (public certificates), when there is one.
+const EnvCAPEM = "S3_CA_PEM"
 
 // ErrCredentials marks a Secret that is missing or lacks a key: waiting
 // will not help unless someone fixes it.

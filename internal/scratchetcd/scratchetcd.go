@@ -4,9 +4,8 @@
 // etcd itself. The member has no peers, no TLS and no fsync (losing it
 // loses nothing); only the process that started it can reach it.
 //
-// The rehearsal step (internal/rehearse/step, boot.go) boots the same way
-// with its own copy of this code; it is to use this package once it can
-// be edited (noted for the lead when this package was added).
+// The rehearsal step (internal/tenantjobs/rehearsal/step/run) boots the
+// snapshot it staged with it, and changereplay replays a chain on it.
 package scratchetcd
 
 import (

@@ -25,7 +25,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -153,7 +153,7 @@ func TestLookAlikeCaptureIsIgnored(t *testing.T) {
 	done := tn.AwaitRestore(rj)
 	tn.G.Expect(done.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "status: %+v", done.Status)
 	c := tn.Cluster()
-	_, key, err := stagingjob.SourceOf(context.Background(), plat.Client, c)
+	_, key, err := staging.SourceOf(context.Background(), plat.Client, c)
 	tn.G.Expect(err).NotTo(HaveOccurred())
 	tn.G.Expect(key).To(Equal(platform.KeyOf(tn.G, b)))
 	tn.G.Expect(*c.Spec.Replicas).To(BeEquivalentTo(3))

@@ -9,11 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
 
 // BenchmarkInspection measures what inspecting Backups costs the driver
-// (internal/backupinspection), on an API server of its own. BENCH_TENANTS
+// (internal/tenantjobs/inspection), on an API server of its own. BENCH_TENANTS
 // tenants back up once with the inspection controller off
 // (--disable-controllers=backupinspection): the baseline. Then a driver
 // with it on inspects that round's Backups as a backlog, with nothing
@@ -32,7 +33,7 @@ func BenchmarkInspection(b *testing.B) {
 	tenants := createTenants(b, "in", n)
 	jobs := watchFinish(b, &backupsv1alpha1.BackupJob{}, backupJobEnded)
 	inspected := watchFinish(b, &backupsv1alpha1.Backup{}, backupInspected)
-	startInspectionKubelet(b, snapshotinspect.NewReport(benchManifest(), nil), envDuration("BENCH_INSPECT_DELAY", defaultOperatorDelay))
+	startInspectionKubelet(b, inspectionstep.NewReport(benchManifest(), nil), envDuration("BENCH_INSPECT_DELAY", defaultOperatorDelay))
 
 	// The baseline: the backup path alone.
 	plain := startDriver(b, image, "--disable-controllers=sharedcreds,backupinspection")
@@ -149,7 +150,7 @@ func backupInspected(o any) (bool, string) {
 // Kubernetes objects reports: 100 namespaces, five resources, counted by
 // a real Counter.
 func benchManifest() backupsv1alpha1.BackupManifest {
-	c := snapshotinspect.NewCounter()
+	c := manifest.NewCounter()
 	for n := range 100 {
 		c.Add(fmt.Appendf(nil, "/registry/namespaces/ns-%03d", n))
 		for _, r := range []string{"pods", "configmaps", "secrets", "services/specs", "apps/deployments"} {

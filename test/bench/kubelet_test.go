@@ -16,7 +16,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
 
 // startInspectionKubelet plays the Job controller and the kubelet for the
@@ -24,10 +24,10 @@ import (
 // labelled backups.cozystack.io/inspection it creates the Job's Pod (owned by the
 // Job, running its template), ends it with report's line as the inspect
 // container's termination message, and marks the Job Complete, as
-// internal/backupinspection's tests do. No container runs: the driver's
+// internal/tenantjobs/inspection's tests do. No container runs: the driver's
 // side of an inspection (the Job, the Pod list, the Backup's writes) is
 // what is measured, not the snapshot's download.
-func startInspectionKubelet(b *testing.B, report snapshotinspect.Report, delay time.Duration) {
+func startInspectionKubelet(b *testing.B, report inspectionstep.Report, delay time.Duration) {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)

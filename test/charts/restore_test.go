@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
 // tenantNamespace holds the application the RBAC test backs up and restores.
@@ -68,7 +68,7 @@ func completeRestore(g *WithT, ctx context.Context, backup *backupsv1alpha1.Back
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, restored)).To(Succeed())
 	g.Expect(restored.UID).NotTo(Equal(old.UID))
 	g.Expect(restored.Spec.Bootstrap).NotTo(BeNil())
-	_, key, err := stagingjob.SourceOf(ctx, c, restored)
+	_, key, err := staging.SourceOf(ctx, c, restored)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(key).To(Equal(src.Key))
 	g.Expect(restored.Annotations).To(HaveKeyWithValue(backupsv1alpha1.RestoredByAnnotation, string(job.UID)))

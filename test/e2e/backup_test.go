@@ -17,7 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
 // bigSet is ~50 MB of data: 50,000 keys of 1 KiB.
@@ -77,7 +77,7 @@ func TestBackupAndInPlaceRestoreOfFiftyThousandKeys(t *testing.T) {
 	t.Logf("TIMING restore: RestoreJob created to Succeeded in %s (safety snapshot, purge, download, etcdutl restore, 3 members)",
 		time.Since(restoreStart).Round(time.Millisecond))
 	c := tn.awaitHealthy(3, time.Minute)
-	_, key, err := stagingjob.SourceOf(tn.ctx, sb.Client, c)
+	_, key, err := staging.SourceOf(tn.ctx, sb.Client, c)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(key).To(Equal(src.Key), "booted from the Backup's object, as staged")
 	tn.expectData(bigSet)

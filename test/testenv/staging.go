@@ -83,7 +83,7 @@ func (op *Operator) bootstrapKey(ctx context.Context, c *etcdv1alpha2.EtcdCluste
 			continue
 		}
 		for _, ctr := range append(append([]corev1.Container{}, j.Spec.Template.Spec.InitContainers...), j.Spec.Template.Spec.Containers...) {
-			// (Matched by suffix: internal/staging's own tests import this
+			// (Matched by suffix: the staging step's own tests import this
 			// package, so it cannot import the staging Job's constants.)
 			if strings.HasSuffix(argValue(ctr.Args, "--out"), "/"+src.PVC.SubPath) {
 				return argValue(ctr.Args, "--key")

@@ -76,16 +76,3 @@ const (
 	BackupReasonContentDropped   = "ContentDropped"
 	BackupReasonContentUnchanged = "ContentKept"
 )
-
-// InspectionFailed reports whether b's inspection ended without a manifest
-// (InspectionFailed or InspectionRefused): such a Backup never counts as a
-// good one. A Backup still being inspected, never inspected, or whose
-// strategy disables inspection has not failed it.
-func (b *Backup) InspectionFailed() bool {
-	for _, c := range b.Status.Conditions {
-		if c.Type == BackupConditionInspected && c.Status == "False" {
-			return c.Reason == BackupReasonInspectionFailed || c.Reason == BackupReasonInspectionRefused
-		}
-	}
-	return false
-}

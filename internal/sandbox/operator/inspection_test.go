@@ -1,7 +1,7 @@
 package operator_test
 
 // The sandbox's part of a Backup's inspection (issue 33): the driver's
-// inspection Job, built by inspectjob.Build, runs on the kubelet stand-in
+// inspection Job, built by inspection.Build, runs on the kubelet stand-in
 // as the real etcd-stage against the real Job controller and a real S3
 // server, with its emptyDir as a folder of the Pod's.
 
@@ -24,11 +24,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/inspectjob"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/snapshotinspect"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
+	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // An inspection Job of a real snapshot in the sandbox's S3 completes, and
@@ -61,7 +63,7 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	// What the Pod must report: InspectFile of the same database, read here.
 	db := filepath.Join(t.TempDir(), "db")
 	tn.g.Expect(os.WriteFile(db, body[:len(body)-sha256.Size], 0o600)).To(Succeed())
-	want, err := snapshotinspect.InspectFile(db)
+	want, err := inspectionstep.InspectFile(db)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	tn.g.Expect(want.Keys).To(BeEquivalentTo(10))
 	tn.g.Expect(want.Keyspaces).To(HaveLen(2))
@@ -87,17 +89,17 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	tn.g.Expect(k8s.Create(tn.ctx, backup)).To(Succeed())
 	run := func(name, sha string) (*batchv1.Job, corev1.Pod) {
 		t.Helper()
-		job := inspectjob.Build(inspectjob.Spec{
+		job := inspection.Build(inspection.Spec{
 			Namespace: tn.ns, JobName: name, BackupName: backup.Name, BackupUID: backup.UID, Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: inspectjob.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: stagingstep.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		})
 		tn.g.Expect(k8s.Create(tn.ctx, job)).To(Succeed())
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-			out, _ := inspectjob.OutcomeOf(job)
-			g.Expect(out).NotTo(Equal(inspectjob.Running))
+			out, _ := tenantjobs.OutcomeOf(job)
+			g.Expect(out).NotTo(Equal(tenantjobs.Running))
 		}, time.Minute).Should(Succeed())
 		pods := tn.jobPods(job)
 		tn.g.Expect(pods).To(HaveLen(1), "one Pod: it completed, or FailJob ended the Job without a retry")
@@ -105,12 +107,13 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	}
 
 	job, pod := run("inspect-good", "sha256:"+hex.EncodeToString(sum[:]))
-	out, msg := inspectjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(inspectjob.Inspected), msg)
+	out, msg := tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
 	tn.g.Expect(pod.Spec.NodeName).To(Equal(operator.NodeName))
-	r, err := inspectjob.ReportOf(&pod)
+	var r inspectionstep.Report
+	err = tenantjobs.ReportOf(&pod, inspection.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
-	tn.g.Expect(r.Outcome).To(Equal(snapshotinspect.OutcomeInspected))
+	tn.g.Expect(r.Outcome).To(Equal(inspectionstep.OutcomeInspected))
 	tn.g.Expect(*r.Manifest).To(Equal(want))
 	workDir := filepath.Join(podsDir, tn.ns, pod.Name+"-"+string(pod.UID), "volumes", "work")
 	entries, err := os.ReadDir(workDir)
@@ -118,12 +121,13 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	tn.g.Expect(entries).To(BeEmpty(), "the download was removed")
 
 	job, pod = run("inspect-changed", strings.Repeat("0", 64))
-	out, msg = inspectjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(inspectjob.Refused), msg)
+	out, msg = tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
 	tn.g.Expect(jobCondition(job, batchv1.JobFailed)).To(HaveField("Reason", batchv1.JobReasonPodFailurePolicy))
-	r, err = inspectjob.ReportOf(&pod)
+	r = inspectionstep.Report{}
+	err = tenantjobs.ReportOf(&pod, inspection.ContainerName, &r)
 	tn.g.Expect(err).NotTo(HaveOccurred())
-	tn.g.Expect(r.Outcome).To(Equal(snapshotinspect.OutcomeRefused))
-	tn.g.Expect(r.Reason).To(Equal(staging.ReasonArtifactChanged))
+	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
+	tn.g.Expect(r.Reason).To(Equal(stagingstep.ReasonArtifactChanged))
 	tn.g.Expect(r.Manifest).To(BeNil())
 }

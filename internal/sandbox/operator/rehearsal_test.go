@@ -1,7 +1,7 @@
 package operator_test
 
 // The sandbox's part of a dry-run restore (issue 33): the rehearsal Job,
-// built by rehearsaljob.Build, runs on the kubelet stand-in as the real
+// built by rehearsal.Build, runs on the kubelet stand-in as the real
 // etcd-stage against the real Job controller and a real S3 server: it
 // stages the snapshot, boots a throwaway etcd in the Pod and reads it back.
 
@@ -25,12 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsaljob"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearse"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
+	rehearsalstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // A rehearsal Job of a real snapshot completes with a Rehearsed report at
@@ -70,19 +71,19 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	tn.g.Expect(k8s.Create(tn.ctx, rj)).To(Succeed())
 	owner := metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: rj.Name, UID: rj.UID}
 	const floor = 5000
-	run := func(name, sha string) (*batchv1.Job, rehearse.Report) {
+	run := func(name, sha string) (*batchv1.Job, rehearsalstep.Report) {
 		t.Helper()
-		job := rehearsaljob.Build(rehearsaljob.Spec{
+		job := rehearsal.Build(rehearsal.Spec{
 			JobName: name, Namespace: tn.ns, RestoreJobName: rj.Name, RestoreJobUID: string(rj.UID), Image: "sandbox.invalid/etcd-backup-driver:test",
-			Object: stagingjob.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
+			Object: stagingstep.Object{Endpoint: s3.URL, Bucket: bucket, Key: key, PathStyle: true, SecretName: credsSecret,
 				Size: int64(len(body)), SHA256: sha},
 			LiveRevision: floor, Deadline: 2 * time.Minute, AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		}, owner)
 		tn.g.Expect(k8s.Create(tn.ctx, job)).To(Succeed())
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-			out, _ := stagingjob.OutcomeOf(job)
-			g.Expect(out).NotTo(Equal(stagingjob.Running))
+			out, _ := tenantjobs.OutcomeOf(job)
+			g.Expect(out).NotTo(Equal(tenantjobs.Running))
 		}, 2*time.Minute).Should(Succeed())
 		pods := tn.jobPods(job)
 		tn.g.Expect(pods).To(HaveLen(1))
@@ -90,7 +91,7 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 		st := pods[0].Status.ContainerStatuses
 		tn.g.Expect(st).To(HaveLen(1))
 		tn.g.Expect(st[0].State.Terminated).NotTo(BeNil())
-		r, err := rehearse.ParseReport(st[0].State.Terminated.Message)
+		r, err := rehearsalstep.ParseReport(st[0].State.Terminated.Message)
 		tn.g.Expect(err).NotTo(HaveOccurred())
 		workDir := filepath.Join(podsDir, tn.ns, pods[0].Name+"-"+string(pods[0].UID), "volumes", "work")
 		entries, err := os.ReadDir(workDir)
@@ -100,18 +101,18 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	}
 
 	job, r := run("rehearse-good", hex.EncodeToString(sum[:]))
-	out, msg := stagingjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(stagingjob.Staged), msg)
-	tn.g.Expect(r.Outcome).To(Equal(rehearse.OutcomeRehearsed), r.Message)
-	tn.g.Expect(r.Revision).To(BeEquivalentTo(floor + staging.DefaultMargin))
+	out, msg := tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Succeeded), msg)
+	tn.g.Expect(r.Outcome).To(Equal(rehearsalstep.OutcomeRehearsed), r.Message)
+	tn.g.Expect(r.Revision).To(BeEquivalentTo(floor + stagingstep.DefaultMargin))
 	tn.g.Expect(r.Keys).To(BeEquivalentTo(5))
 	tn.g.Expect(r.Keyspaces).To(HaveLen(1))
 	tn.g.Expect(r.Keyspaces[0].NamespaceNames).To(Equal([]string{"a", "b"}))
 	tn.g.Expect(r.Keyspaces[0].Resources).To(ContainElement(backupsv1alpha1.ObjectCount{Name: "pods", Count: 3}))
 
 	job, r = run("rehearse-changed", strings.Repeat("0", 64))
-	out, msg = stagingjob.OutcomeOf(job)
-	tn.g.Expect(out).To(Equal(stagingjob.Refused), msg)
-	tn.g.Expect(r.Outcome).To(Equal(rehearse.OutcomeRefused))
-	tn.g.Expect(r.Reason).To(BeEquivalentTo(staging.ReasonArtifactChanged))
+	out, msg = tenantjobs.OutcomeOf(job)
+	tn.g.Expect(out).To(Equal(tenantjobs.Refused), msg)
+	tn.g.Expect(r.Outcome).To(Equal(report.Refused))
+	tn.g.Expect(r.Reason).To(BeEquivalentTo(stagingstep.ReasonArtifactChanged))
 }

@@ -16,8 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/stagingjob"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -39,7 +39,7 @@ func crashHelper() {
 
 // A staging container that crashes — a Go panic or a runtime fatal error,
 // both exit code 2 — is not a refused artifact: the driver's own staging
-// Job (stagingjob.Build) lets the real Job controller retry it, and only
+// Job (staging.Build) lets the real Job controller retry it, and only
 // the refusal's own exit code ends the Job at once by its
 // podFailurePolicy, which the driver reads as Refused.
 func TestStagingCrashIsRetriedNotRefused(t *testing.T) {
@@ -49,9 +49,9 @@ func TestStagingCrashIsRetriedNotRefused(t *testing.T) {
 	}
 	build := func(tn *tenant, env ...corev1.EnvVar) *batchv1.Job {
 		uid := types.UID("restore-" + rand.String(8))
-		pvc, job := stagingjob.Build(stagingjob.Spec{
+		pvc, job := staging.Build(staging.Spec{
 			Namespace: tn.ns, RestoreJobName: "restore", RestoreJobUID: uid, Image: "sandbox.invalid/etcd-backup-driver:test",
-			Restore: stagingjob.Object{Endpoint: s3.URL, Bucket: bucket, Key: "t/etcd/snap.db", SecretName: credsSecret,
+			Restore: staging.Object{Endpoint: s3.URL, Bucket: bucket, Key: "t/etcd/snap.db", SecretName: credsSecret,
 				Size: 4096, SHA256: strings.Repeat("ab", 32)},
 			AllowedEndpointCIDRs: testenv.LoopbackCIDRs, AllowHTTP: true, Deadline: 5 * time.Minute,
 		})
@@ -84,7 +84,7 @@ func TestStagingCrashIsRetriedNotRefused(t *testing.T) {
 			// failing the Job as refused.
 			tn.g.Eventually(func(g Gomega) {
 				g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-				if out, why := stagingjob.OutcomeOf(job); out == stagingjob.Refused {
+				if out, why := staging.OutcomeOf(job); out == staging.Refused {
 					StopTrying("a crash was taken for a refused artifact: " + why).Now()
 				}
 				g.Expect(len(tn.jobPods(job))).To(BeNumerically(">=", 2), "no retry after the crash")
@@ -95,12 +95,12 @@ func TestStagingCrashIsRetriedNotRefused(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		tn := newTenant(t)
 		tn.secret()
-		job := build(tn, corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(staging.ExitRefused)},
+		job := build(tn, corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(report.ExitRefused)},
 			corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
 		tn.g.Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(tn.ctx, client.ObjectKeyFromObject(job), job)).To(Succeed())
-			out, why := stagingjob.OutcomeOf(job)
-			g.Expect(out).To(Equal(stagingjob.Refused), why)
+			out, why := staging.OutcomeOf(job)
+			g.Expect(out).To(Equal(staging.Refused), why)
 		}, time.Minute).Should(Succeed())
 		tn.g.Expect(tn.jobPods(job)).To(HaveLen(1), "a refusal is not retried")
 	})

@@ -25,7 +25,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Upstream: the operator mounts the source claim read-only at /restore/src
@@ -83,7 +83,7 @@ func TestRestoreFromClaimBootsFromTheFile(t *testing.T) {
 
 // A staging Job (labelled with the RestoreJob's UID) runs its init
 // container, then its container, as processes; the refusal's exit code
-// (staging.ExitRefused) ends the Job at once
+// (report.ExitRefused) ends the Job at once
 // through its podFailurePolicy (FailJob), as the real Job controller
 // decides from the Pod's container statuses, and the container's
 // termination message carries its report.
@@ -93,7 +93,7 @@ func TestStagingRefusalFailsTheJobByPodFailurePolicy(t *testing.T) {
 	tn.claim("stage")
 	job := tn.stagingJob("refused", "stage", func(j *batchv1.Job) {
 		j.Spec.Template.Spec.Containers[0].Env = append(j.Spec.Template.Spec.Containers[0].Env,
-			corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(staging.ExitRefused)}, corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
+			corev1.EnvVar{Name: "STAGE_EXIT", Value: strconv.Itoa(report.ExitRefused)}, corev1.EnvVar{Name: "STAGE_OUTCOME", Value: "refused"})
 	})
 
 	tn.g.Eventually(func(g Gomega) {
@@ -108,7 +108,7 @@ func TestStagingRefusalFailsTheJobByPodFailurePolicy(t *testing.T) {
 	tn.g.Expect(pod.Status.InitContainerStatuses).To(ConsistOf(HaveField("State.Terminated.ExitCode", BeZero())))
 	term := pod.Status.ContainerStatuses[0].State.Terminated
 	tn.g.Expect(term).NotTo(BeNil())
-	tn.g.Expect(term.ExitCode).To(BeEquivalentTo(staging.ExitRefused))
+	tn.g.Expect(term.ExitCode).To(BeEquivalentTo(report.ExitRefused))
 	tn.g.Expect(term.Message).To(Equal(`{"outcome":"refused"}`))
 	rollback, err := os.ReadFile(filepath.Join(op.Volumes.Path(tn.ns, "stage"), "rollback.db"))
 	tn.g.Expect(err).NotTo(HaveOccurred(), "the init container wrote /staging/rollback.db onto the claim")
@@ -186,7 +186,7 @@ func (tn *tenant) stagingJob(name, claim string, mutate ...func(*batchv1.Job)) *
 			BackoffLimit: &backoff,
 			PodFailurePolicy: &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
 				Action:      batchv1.PodFailurePolicyActionFailJob,
-				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{staging.ExitRefused}},
+				OnExitCodes: &batchv1.PodFailurePolicyOnExitCodesRequirement{Operator: batchv1.PodFailurePolicyOnExitCodesOpIn, Values: []int32{report.ExitRefused}},
 			}}},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},

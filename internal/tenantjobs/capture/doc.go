@@ -18,5 +18,5 @@
 // the index says so too), when its arguments are unusable (Refused,
 // ExitRefused), or after transient failures it could not ride out
 // (Retryable, exit 1). It reports one line of JSON in its termination
-// message, as the other steps do.
+// message, in the one format every step writes (internal/tenantjobs/report).
 package capture

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Subcommand is the first argument of etcd-stage that selects the capture.
@@ -57,7 +58,7 @@ type Options struct {
 	SegmentInterval time.Duration
 	SegmentBytes    int64
 	// TerminationLog receives the Report; empty means
-	// staging.DefaultTerminationLog.
+	// report.TerminationLog.
 	TerminationLog string
 }
 
@@ -73,31 +74,31 @@ func (o Options) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s required", staging.ErrArguments, strings.Join(missing, ", "))
+		return fmt.Errorf("%w: %s required", stagingstep.ErrArguments, strings.Join(missing, ", "))
 	}
 	if err := o.Base.Check(); err != nil {
-		return fmt.Errorf("%w: %w", staging.ErrArguments, err)
+		return fmt.Errorf("%w: %w", stagingstep.ErrArguments, err)
 	}
 	if err := changelog.CheckPrefix(o.Prefix); err != nil {
-		return fmt.Errorf("%w: %w", staging.ErrArguments, err)
+		return fmt.Errorf("%w: %w", stagingstep.ErrArguments, err)
 	}
 	if o.SegmentInterval < MinSegmentInterval || o.SegmentInterval > MaxSegmentInterval {
-		return fmt.Errorf("%w: --segment-interval %s is not within %s..%s", staging.ErrArguments, o.SegmentInterval, MinSegmentInterval, MaxSegmentInterval)
+		return fmt.Errorf("%w: --segment-interval %s is not within %s..%s", stagingstep.ErrArguments, o.SegmentInterval, MinSegmentInterval, MaxSegmentInterval)
 	}
 	if o.SegmentBytes < MinSegmentBytes || o.SegmentBytes > MaxSegmentBytes {
-		return fmt.Errorf("%w: --segment-bytes %d is not within %d..%d", staging.ErrArguments, o.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
+		return fmt.Errorf("%w: --segment-bytes %d is not within %d..%d", stagingstep.ErrArguments, o.SegmentBytes, MinSegmentBytes, MaxSegmentBytes)
 	}
 	tls := o.EtcdCert != "" || o.EtcdKey != "" || o.EtcdCA != ""
 	if tls && (o.EtcdCert == "" || o.EtcdKey == "" || o.EtcdCA == "") {
-		return fmt.Errorf("%w: --etcd-cert, --etcd-key and --etcd-ca go together", staging.ErrArguments)
+		return fmt.Errorf("%w: --etcd-cert, --etcd-key and --etcd-ca go together", stagingstep.ErrArguments)
 	}
 	if len(o.EtcdEndpoints) > 16 {
-		return fmt.Errorf("%w: more than 16 etcd endpoints", staging.ErrArguments)
+		return fmt.Errorf("%w: more than 16 etcd endpoints", stagingstep.ErrArguments)
 	}
 	for _, e := range o.EtcdEndpoints {
 		u, err := url.Parse(e)
 		if err != nil || u.Host == "" || u.Path != "" || u.User != nil || (tls && u.Scheme != "https") || (!tls && u.Scheme != "http") {
-			return fmt.Errorf("%w: etcd endpoint %q: want https://host:port with the TLS files, http://host:port without", staging.ErrArguments, e)
+			return fmt.Errorf("%w: etcd endpoint %q: want https://host:port with the TLS files, http://host:port without", stagingstep.ErrArguments, e)
 		}
 	}
 	return nil
@@ -124,7 +125,7 @@ func (o Options) Args() []string {
 	}
 	args = append(args, "--prefix="+o.Prefix, "--base-revision="+strconv.FormatInt(o.Base.Revision, 10), "--base-sha256="+o.Base.SHA256,
 		"--segment-interval="+o.SegmentInterval.String(), "--segment-bytes="+strconv.FormatInt(o.SegmentBytes, 10))
-	return append(args, staging.TerminationLogArgs(o.TerminationLog)...)
+	return append(args, stagingstep.TerminationLogArgs(o.TerminationLog)...)
 }
 
 // Parse reads the capture's flags (without the subcommand) and validates
@@ -150,8 +151,8 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Base.SHA256, "base-sha256", "", "Recorded sha256 of the base Backup's snapshot, 64 lower-case hex digits.")
 	fs.DurationVar(&o.SegmentInterval, "segment-interval", DefaultSegmentInterval, "Cut a segment at most this long after its first change.")
 	fs.Int64Var(&o.SegmentBytes, "segment-bytes", DefaultSegmentBytes, "Cut a segment once its changes reach this many bytes.")
-	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report (default "+staging.DefaultTerminationLog+").")
-	err := staging.ParseFlags(fs, args, func() {
+	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report (default "+report.TerminationLog+").")
+	err := stagingstep.ParseFlags(fs, args, func() {
 		o.EtcdEndpoints, o.AllowedEndpointCIDRs = splitList(endpoints), splitList(cidrs)
 	})
 	if err != nil {

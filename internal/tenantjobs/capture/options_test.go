@@ -9,7 +9,8 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 func goodOptions() Options {
@@ -62,12 +63,12 @@ func TestValidateRefuses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := goodOptions()
 			tc.edit(&o)
-			if err := o.Validate(); !errors.Is(err, staging.ErrArguments) {
+			if err := o.Validate(); !errors.Is(err, stagingstep.ErrArguments) {
 				t.Fatalf("Validate = %v, want ErrArguments", err)
 			}
 		})
 	}
-	if _, err := Parse([]string{"--bucket=b", "stray"}, io.Discard); !errors.Is(err, staging.ErrArguments) {
+	if _, err := Parse([]string{"--bucket=b", "stray"}, io.Discard); !errors.Is(err, stagingstep.ErrArguments) {
 		t.Fatalf("a stray argument: %v", err)
 	}
 }
@@ -76,12 +77,12 @@ func TestValidateRefuses(t *testing.T) {
 // report is refused.
 func TestReportParsesStrictly(t *testing.T) {
 	at := time.Date(2026, 12, 6, 17, 0, 0, 0, time.UTC)
-	r := Report{Outcome: OutcomeGap, Reason: ReasonCompacted, Message: strings.Repeat("m", 3*MaxMessage), BaseRevision: 42, Segments: 3, Newest: 99, NewestTime: &at}
+	r := Report{Envelope: report.Envelope{Outcome: OutcomeGap, Reason: ReasonCompacted, Message: strings.Repeat("m", 3*report.MaxMessage)}, BaseRevision: 42, Segments: 3, Newest: 99, NewestTime: &at}
 	got, err := ParseReport(r.Line())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ExitCode() != ExitGap || got.Newest != 99 || len(got.Message) > MaxMessage {
+	if got.ExitCode() != ExitGap || got.Newest != 99 || len(got.Message) > report.MaxMessage {
 		t.Fatalf("read back %+v", got)
 	}
 	for _, bad := range []string{

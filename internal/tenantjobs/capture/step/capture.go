@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // Pacing of the capture.
@@ -32,14 +33,14 @@ const (
 
 // gapError ends the chain.
 type gapError struct {
-	reason capture.Reason
+	reason report.Reason
 	err    error
 }
 
 func (e *gapError) Error() string { return e.err.Error() }
 func (e *gapError) Unwrap() error { return e.err }
 
-func gap(reason capture.Reason, format string, args ...any) error {
+func gap(reason report.Reason, format string, args ...any) error {
 	return &gapError{reason: reason, err: fmt.Errorf(format, args...)}
 }
 

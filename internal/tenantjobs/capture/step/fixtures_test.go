@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,9 +21,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -35,35 +32,8 @@ var s3creds = s3server.Credentials{AccessKeyID: "ak", SecretAccessKey: "sk-01234
 
 // startEtcd runs a real etcd (bin/etcd) with extra flags ("{client}" in
 // one stands for the plain client URL) and returns that URL and a client.
-func startEtcd(ctx context.Context, t testing.TB, flags ...string) (string, *clientv3.Client) {
-	t.Helper()
-	dir := t.TempDir()
-	peer, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	url, err := etcdproc.FreeURL()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, f := range flags {
-		flags[i] = strings.ReplaceAll(f, "{client}", url)
-	}
-	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-		DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer,
-		Token: "t" + strconv.FormatInt(time.Now().UnixNano(), 36), LogFile: filepath.Join(dir, "etcd.log"), Flags: flags})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Stop(10 * time.Second) })
-	if err := m.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	cli, err := etcdproc.Client(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
+func startEtcd(_ context.Context, t testing.TB, flags ...string) (string, *clientv3.Client) {
+	cli, url := testenv.StartEtcd(t, flags...)
 	return url, cli
 }
 
@@ -116,9 +86,9 @@ func options(etcdURL, s3URL string, b changelog.Base, dir string) capture.Option
 
 func env(name string) string {
 	switch name {
-	case staging.EnvAccessKeyID:
+	case s3object.AccessKeyIDKey:
 		return s3creds.AccessKeyID
-	case staging.EnvSecretAccessKey:
+	case s3object.SecretAccessKeyKey:
 		return s3creds.SecretAccessKey
 	}
 	return ""

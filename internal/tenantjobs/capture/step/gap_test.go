@@ -20,12 +20,13 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
 // expectGap waits for the capture to end with a gap for reason and
 // checks the index records a gap (for reason, unless the chain had
 // already ended).
-func expectGap(ctx context.Context, t *testing.T, r *running, reason capture.Reason) {
+func expectGap(ctx context.Context, t *testing.T, r *running, reason report.Reason) {
 	t.Helper()
 	code, rep := r.wait(t)
 	if code != capture.ExitGap || rep.Outcome != capture.OutcomeGap || rep.Reason != reason {
@@ -200,7 +201,7 @@ func TestUnreachableEtcdIsReported(t *testing.T) {
 	defer c.cli.Close()
 	c.retry = watchRetry{create: 200 * time.Millisecond, failures: 2, wait: func(int) time.Duration { return 10 * time.Millisecond }}
 	err = c.run(ctx)
-	if outcome, reason := classify(err); outcome != capture.OutcomeRetryable || reason != capture.ReasonTransient || ctx.Err() != nil {
+	if outcome, reason := classify(err); outcome != report.Retryable || reason != capture.ReasonTransient || ctx.Err() != nil {
 		t.Fatalf("ended with %v (%s, %s)", err, outcome, reason)
 	}
 	t.Log(err)

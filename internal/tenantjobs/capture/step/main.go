@@ -9,8 +9,9 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Main is `etcd-stage capture`: args are the flags after the subcommand.
@@ -27,7 +28,7 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	if err != nil {
 		fmt.Fprintf(stderr, "etcd-stage capture: %s: %v\n", r.Reason, err)
 	}
-	staging.Emit("etcd-stage capture", r.Line(), o.TerminationLog, stdout, stderr)
+	report.Emit("etcd-stage capture", r.Line(), o.TerminationLog, stdout, stderr)
 	return r.ExitCode()
 }
 
@@ -59,7 +60,7 @@ func newCapturer(o capture.Options, env func(string) string, stderr io.Writer) (
 // at idx and err.
 func newReport(o capture.Options, idx changelog.Index, err error) capture.Report {
 	outcome, reason := classify(err)
-	r := capture.Report{Outcome: outcome, Reason: reason, BaseRevision: o.Base.Revision, Segments: idx.Segments}
+	r := capture.Report{Envelope: report.Envelope{Outcome: outcome, Reason: reason}, BaseRevision: o.Base.Revision, Segments: idx.Segments}
 	if idx.Version != 0 {
 		r.Newest, r.NewestTime = idx.Newest.Revision, idx.Newest.Time
 	}
@@ -75,21 +76,21 @@ func newReport(o capture.Options, idx changelog.Index, err error) capture.Report
 }
 
 // classify sorts how a capture ended.
-func classify(err error) (capture.Outcome, capture.Reason) {
+func classify(err error) (report.Outcome, report.Reason) {
 	var g *gapError
 	switch {
 	case err == nil:
 		return capture.OutcomeStopped, capture.ReasonStopped
 	case errors.As(err, &g):
 		return capture.OutcomeGap, g.reason
-	case errors.Is(err, staging.ErrArguments):
-		return capture.OutcomeRefused, capture.ReasonInvalidArguments
+	case errors.Is(err, stagingstep.ErrArguments):
+		return report.Refused, capture.ReasonInvalidArguments
 	case errors.Is(err, errChainMismatch):
-		return capture.OutcomeRefused, capture.ReasonChainMismatch
+		return report.Refused, capture.ReasonChainMismatch
 	case errors.Is(err, s3object.ErrRefused):
-		return capture.OutcomeRefused, capture.ReasonEndpointRefused
+		return report.Refused, capture.ReasonEndpointRefused
 	case errors.Is(err, s3object.ErrAccessDenied), errors.Is(err, s3object.ErrCredentials):
-		return capture.OutcomeRetryable, capture.ReasonCredentialsRejected
+		return report.Retryable, capture.ReasonCredentialsRejected
 	}
-	return capture.OutcomeRetryable, capture.ReasonTransient
+	return report.Retryable, capture.ReasonTransient
 }

@@ -1,0 +1,156 @@
+package rehearsal
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+)
+
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs/status,verbs=get;patch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CensusReader counts what a tenant's live etcd holds
+// (liverevision.Reader.Census).
+type CensusReader interface {
+	Census(ctx context.Context, namespace string) (liverevision.Census, error)
+}
+
+// Reconciler drives dry-run RestoreJobs of the Etcd strategy.
+type Reconciler struct {
+	// Client writes: the RestoreJob's status, the Job, the Backup's
+	// status.lastRehearsal.
+	Client ctrl.Client
+	// Reader is the manager's cache (RestoreJobs, Backups, strategies,
+	// EtcdClusters).
+	Reader ctrl.Reader
+	// LiveReader reads from the API server: Secrets, Jobs and Pods, and
+	// the Backup before its record is written.
+	LiveReader ctrl.Reader
+	// Recorder emits Events on RestoreJobs.
+	Recorder events.EventRecorder
+	// Keys verify Backups.
+	Keys provenance.Keys
+	// Policy decides which S3 endpoints may be used.
+	Policy endpointpolicy.Policy
+	// Image is the driver's image (the rehearsal Job runs its
+	// /etcd-stage); empty refuses rehearsals.
+	Image string
+	// Census counts the live cluster; nil means it cannot be read (the
+	// rehearsal then raises the revision by etcd's blind bump and reports
+	// no counts now).
+	Census CensusReader
+	// AllowedEndpointCIDRs and S3CAPEM are passed to the Job.
+	AllowedEndpointCIDRs []string
+	S3CAPEM              string
+	// Deadline bounds the Job; zero means DefaultDeadline.
+	Deadline time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	// censuses are the live counts read when each rehearsal started, by
+	// memoKey; a restarted driver counts again at the end.
+	mu       sync.Mutex
+	censuses map[string]liverevision.Census
+	// made are the Jobs this process created, by memoKey, until the
+	// cache shows them.
+	made map[string]*batchv1.Job
+}
+
+// DefaultDeadline bounds a rehearsal Job.
+const DefaultDeadline = time.Hour
+
+// BackupWait is how long a dry run waits for its Backup to appear.
+const BackupWait = 5 * time.Minute
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reconciler) deadline() time.Duration {
+	if r.Deadline > 0 {
+		return r.Deadline
+	}
+	return DefaultDeadline
+}
+
+func (r *Reconciler) census(uid string) (liverevision.Census, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.censuses[uid]
+	return c, ok
+}
+
+func (r *Reconciler) keepCensus(uid string, c liverevision.Census) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.censuses == nil {
+		r.censuses = map[string]liverevision.Census{}
+	}
+	r.censuses[uid] = c
+}
+
+// memoKey is what the process keeps a dry run's census and Job under: its
+// namespace and name, which a deleted RestoreJob's last reconcile still
+// knows, and its UID, so a new RestoreJob of the same name starts afresh.
+func memoKey(rj *backupsv1alpha1.RestoreJob) string {
+	return rj.Namespace + "/" + rj.Name + "/" + string(rj.UID)
+}
+
+// forgetName forgets every dry run kept under the name of nn.
+func (r *Reconciler) forgetName(nn types.NamespacedName) {
+	prefix := nn.Namespace + "/" + nn.Name + "/"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.censuses {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.censuses, k)
+		}
+	}
+	for k := range r.made {
+		if strings.HasPrefix(k, prefix) {
+			delete(r.made, k)
+		}
+	}
+}
+
+func (r *Reconciler) forget(uid string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.censuses, uid)
+	delete(r.made, uid)
+}
+
+func (r *Reconciler) madeJob(uid string) *batchv1.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.made[uid]
+}
+
+func (r *Reconciler) keepJob(uid string, j *batchv1.Job) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.made == nil {
+		r.made = map[string]*batchv1.Job{}
+	}
+	r.made[uid] = j
+}

@@ -1,0 +1,85 @@
+package step
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+)
+
+// Main is etcd-stage: it parses args (without the program name), reads the
+// S3 keys and the optional CA bundle from env, stages the object to --out,
+// writes the Report to the termination log and stdout, and returns the
+// exit code. Errors are described on stderr as well.
+func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	o, err := Parse(args, stderr)
+	var res Result
+	if err == nil {
+		res, err = run(ctx, o, env)
+	}
+	r := NewReport(res, err)
+	if err != nil {
+		fmt.Fprintf(stderr, "etcd-stage: %s: %v\n", r.Reason, err)
+	}
+	report.Emit("etcd-stage", r.Line(), o.TerminationLog, stdout, stderr)
+	return r.ExitCode()
+}
+
+func run(ctx context.Context, o Options, env func(string) string) (Result, error) {
+	r, err := Fetch(ctx, o.source(), env)
+	if err != nil {
+		return Result{}, err
+	}
+	defer r.Close()
+	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
+}
+
+// Source is one stored object and the endpoint policy to reach it by.
+type Source struct {
+	Endpoint  string
+	Bucket    string
+	Key       string
+	Region    string
+	PathStyle bool
+	// Size is the recorded size the object must have (Fetch checks it);
+	// SHA256 its recorded sha256 (Download and Stage check it).
+	Size                 int64
+	SHA256               string
+	AllowedEndpointCIDRs []string
+	AllowHTTP            bool
+}
+
+// Fetch opens the object src names for reading, with the S3 keys and the
+// optional CA bundle read from env, under the endpoint policy, after
+// refusing an object whose size is not the recorded one (before a byte of
+// it is downloaded). The caller checks the bytes (Download, Stage) and
+// closes the reader. Errors sort as Stage's (Classify).
+func Fetch(ctx context.Context, src Source, env func(string) string) (io.ReadCloser, error) {
+	creds := s3object.Credentials{AccessKeyID: env(s3object.AccessKeyIDKey), SecretAccessKey: env(s3object.SecretAccessKeyKey)}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		return nil, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, s3object.AccessKeyIDKey, s3object.SecretAccessKeyKey)
+	}
+	policy, err := endpointpolicy.Parse(src.AllowedEndpointCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	if pem := env(s3object.EnvCAPEM); pem != "" {
+		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrArguments, s3object.EnvCAPEM, err)
+		}
+	}
+	store := s3object.Store{Policy: policy, AllowHTTP: src.AllowHTTP}
+	loc := s3object.Location{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region, ForcePathStyle: src.PathStyle}
+
+	size, err := store.Stat(ctx, loc, creds)
+	if err != nil {
+		return nil, err
+	}
+	if size != src.Size {
+		return nil, fmt.Errorf("%w: %s is %d bytes, %d recorded", s3object.ErrSizeMismatch, loc, size, src.Size)
+	}
+	return store.Open(ctx, loc, creds)
+}
