@@ -120,15 +120,17 @@ func TestMineDeploymentRefusesLookAlikes(t *testing.T) {
 		t.Fatal("the Deployment as built is not Mine")
 	}
 	for name, mutate := range map[string]func(d *appsv1.Deployment){
-		"no owner":            func(d *appsv1.Deployment) { d.OwnerReferences = nil },
-		"another owner":       func(d *appsv1.Deployment) { d.OwnerReferences[0].UID = "uid-2" },
-		"no label":            func(d *appsv1.Deployment) { d.Labels = nil },
-		"another image":       func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil:latest" },
-		"other arguments":     func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args[1] = "--base-revision=8" },
-		"another volume":      func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes[0].Secret.SecretName = "other-tls" },
-		"another account":     func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "admin" },
-		"a token mounted":     func(d *appsv1.Deployment) { d.Spec.Template.Spec.AutomountServiceAccountToken = ptr(true) },
-		"a sidecar":           func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "x"}) },
+		"no owner":        func(d *appsv1.Deployment) { d.OwnerReferences = nil },
+		"another owner":   func(d *appsv1.Deployment) { d.OwnerReferences[0].UID = "uid-2" },
+		"no label":        func(d *appsv1.Deployment) { d.Labels = nil },
+		"another image":   func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil:latest" },
+		"other arguments": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args[1] = "--base-revision=8" },
+		"another volume":  func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes[0].Secret.SecretName = "other-tls" },
+		"another account": func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "admin" },
+		"a token mounted": func(d *appsv1.Deployment) { d.Spec.Template.Spec.AutomountServiceAccountToken = ptr(true) },
+		"a sidecar": func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "x"})
+		},
 		"another environment": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil },
 	} {
 		d := want.DeepCopy()
