@@ -34,9 +34,6 @@ const (
 	// ForRehearsal is a dry run's census: the live counts and revision
 	// it starts from and compares with.
 	ForRehearsal
-	// AfterRestart is a dry run's census taken again at its end by a
-	// driver restarted since its start (which holds no ForRehearsal).
-	AfterRestart
 )
 
 func (p Purpose) String() string {
@@ -45,8 +42,6 @@ func (p Purpose) String() string {
 		return "before-purge"
 	case ForRehearsal:
 		return "rehearsal"
-	case AfterRestart:
-		return "rehearsal-after-restart"
 	}
 	return "staging"
 }

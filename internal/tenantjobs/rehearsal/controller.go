@@ -68,8 +68,7 @@ type Reconciler struct {
 
 	// censuses run the censuses off the workers (a census walks a whole
 	// etcd the tenant controls, up to liverevision.CensusTimeout) and
-	// keep each dry run's until it ends: its start's, which the end
-	// compares with, and, in a driver restarted since, one taken again
+	// keep each dry run's, which its end compares with, until it ends
 	// (SetupWithManager).
 	censuses *liverevision.Reads[liverevision.Census]
 	wake     chan event.GenericEvent

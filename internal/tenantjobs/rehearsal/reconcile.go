@@ -110,11 +110,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var rep step.Report
 	reportErr := tenantjobs.ReadReport(ctx, r.LiveReader, job, ContainerName, &rep)
 	if out == tenantjobs.Succeeded && reportErr == nil && rep.Outcome == step.OutcomeRehearsed {
-		now, counted := r.countsNow(rj)
-		if !counted {
-			return ctrl.Result{RequeueAfter: censusPoll}, nil
-		}
-		return ctrl.Result{}, r.succeed(ctx, rj, b, rep, now)
+		return ctrl.Result{}, r.succeed(ctx, rj, b, rep)
 	}
 	msg := "the rehearsal Job " + job.Name + " failed"
 	switch {
@@ -149,7 +145,7 @@ func (r *Reconciler) jobGone(ctx context.Context, made *batchv1.Job) (bool, erro
 // not be counted ("" when it was: a census past liverevision's bounds is
 // unread too, never a count). A census not yet taken is started off the
 // workers (its end wakes the RestoreJob); it is kept until the dry run
-// ends, so it is taken once.
+// ends (census), so it is taken once.
 func (r *Reconciler) liveCensus(rj *backupsv1alpha1.RestoreJob, p liverevision.Purpose) (c liverevision.Census, unread string, counted bool) {
 	if r.Census == nil {
 		return liverevision.Census{}, "the driver has no access to tenant etcd clusters", true
@@ -174,26 +170,17 @@ func (r *Reconciler) liveCensus(rj *backupsv1alpha1.RestoreJob, p liverevision.P
 	}
 }
 
-// liveCounts are the live cluster's counts a rehearsal compares with.
-type liveCounts struct {
-	census liverevision.Census
-	// unread: why the counts could not be read ("" when they were).
-	unread string
-	// again: counted again at the end by a driver restarted since the
-	// start.
-	again bool
-}
-
-// countsNow are the counts of the dry run's start; a driver restarted
-// since holds none and counts again (once). counted is false while a
-// census runs.
-func (r *Reconciler) countsNow(rj *backupsv1alpha1.RestoreJob) (liveCounts, bool) {
-	p := liverevision.ForRehearsal
-	if st, _ := r.reads().Look(liverevision.Key{Job: rj.UID, Purpose: p}); st == liverevision.NotStarted {
-		p = liverevision.AfterRestart
+// census is the dry run's census as its start took it; ok is false when
+// this process holds none (it restarted since the start).
+func (r *Reconciler) census(rj *backupsv1alpha1.RestoreJob) (c liverevision.Census, unread string, ok bool) {
+	st, res := r.reads().Look(liverevision.Key{Job: rj.UID, Purpose: liverevision.ForRehearsal})
+	switch {
+	case st != liverevision.Done:
+		return liverevision.Census{}, "", false
+	case res.Err != nil:
+		return liverevision.Census{}, liverevision.TenantMessage(res.Err), true
 	}
-	c, unread, counted := r.liveCensus(rj, p)
-	return liveCounts{census: c, unread: unread, again: p == liverevision.AfterRestart}, counted
+	return res.Value, "", true
 }
 
 // ownerRef makes the Job the RestoreJob's: deleting the RestoreJob
@@ -249,23 +236,26 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	return nil
 }
 
-// succeed reports a rehearsal that booted and read back, compared
-// against the live counts (countsNow).
-func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep step.Report, live liveCounts) error {
-	unread := live.unread
+// succeed reports a rehearsal that booted and read back, compared with
+// the census its start took.
+func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep step.Report) error {
+	c, unread, ok := r.census(rj)
 	before := rj.Status.Rehearsal.RevisionBefore
 	var now *backupsv1alpha1.BackupManifest
-	if unread == "" && before > 0 {
-		now = &live.census.Now
-	} else if unread == "" && before == 0 {
-		unread = "it was not readable when the rehearsal started"
+	switch {
+	case before == 0:
+		if unread == "" {
+			unread = "it was not readable when the rehearsal started"
+		}
+	case !ok:
+		// A driver restarted since the start lost its counts, and does
+		// not count the live cluster a second time.
+		unread = "the live counts were lost with a driver restart, and the live cluster is not counted twice"
+	default:
+		now = &c.Now
 	}
 	report := newReport(now, before, rep)
 	msg := summary(report, unread)
-	if live.again && unread == "" {
-		// The live cluster may have moved since the start.
-		msg += " (counts now were read again after a driver restart)"
-	}
 	return r.finish(ctx, rj, b, true, backupsv1alpha1.ReasonRehearsed, msg, &report)
 }
 
@@ -303,7 +293,9 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal's end on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
-	r.forget(rj)
+	// What this process keeps of the dry run (its census, its Job) is
+	// forgotten once a reconcile reads it ended: one from a cache that
+	// does not show the end yet still finds it, and counts nothing again.
 	r.event(rj, reason, msg, !ok)
 	return nil
 }
