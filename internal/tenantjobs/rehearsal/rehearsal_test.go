@@ -309,8 +309,8 @@ func TestADeletedDryRunIsForgotten(t *testing.T) {
 
 // Attack (issue 37, item 1): a census takes as long as the tenant's etcd
 // makes it (up to liverevision.CensusTimeout). With two tenants' censuses
-// stalled, as many as the controller has workers, a third tenant's dry
-// run still runs to its end; the stalled ones end too once their etcds
+// stalled, as many as the controller has workers (and fewer than
+// CensusSlots), a third tenant's dry run still runs to its end; the stalled ones end too once their etcds
 // answer, each after one census. Seen failing with the census taken on
 // the worker (as before: Census called from Reconcile): the third dry run
 // was never reconciled (waitEnd gave up after 3 minutes).
