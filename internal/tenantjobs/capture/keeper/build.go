@@ -34,6 +34,10 @@ const (
 	// the driver already answered with a new base BackupJob: one per
 	// chain, however often the status says gap.
 	GapBaseAnnotation = "etcd-backup-driver.cozystack.io/gap-answered"
+	// ChainStartedAnnotation, on the record, is when the driver started
+	// its current chain (RFC 3339): a capture that has not reported by
+	// then plus maxLagSeconds is Stalled.
+	ChainStartedAnnotation = "etcd-backup-driver.cozystack.io/chain-started"
 
 	tlsVolume   = "etcd-tls"
 	tokenVolume = "progress-token"

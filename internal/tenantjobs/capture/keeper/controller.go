@@ -236,7 +236,7 @@ func (r *Reconciler) create(ctx context.Context, plan *backupsv1alpha1.Plan, bas
 	yes := true
 	rec := &driverv1alpha1.CaptureProgress{
 		ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace, Name: name, Labels: Labels(name),
-			Annotations: map[string]string{PlanAnnotation: plan.Name},
+			Annotations: map[string]string{PlanAnnotation: plan.Name, ChainStartedAnnotation: r.now().UTC().Format(time.RFC3339)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "Plan", Name: plan.Name,
 				UID: plan.UID, Controller: &yes}}},
 		Spec: driverv1alpha1.CaptureProgressSpec{Plan: plan.Name, BaseBackup: base.Backup.Name, BaseRevision: base.Revision},

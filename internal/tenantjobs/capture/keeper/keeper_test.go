@@ -100,6 +100,14 @@ func TestCaptureFollowsTheNewestGoodBackup(t *testing.T) {
 	h.g.Expect(arg(rolled, "base-revision")).To(Equal("150"))
 	cond = meta.FindStatusCondition(rec.Status.Conditions, driverv1alpha1.CaptureConditionCapturing)
 	h.g.Expect(cond.Reason).To(Equal(driverv1alpha1.CaptureReasonStarting))
+	// A new chain that has not reported within maxLagSeconds of its
+	// start is Stalled, and stays so until it reports.
+	h.clk.Step(2 * time.Minute)
+	for range 2 {
+		h.reconcile(p)
+		cond = meta.FindStatusCondition(h.record(p).Status.Conditions, driverv1alpha1.CaptureConditionCapturing)
+		h.g.Expect(cond.Reason).To(Equal(driverv1alpha1.CaptureReasonStalled), cond.Message)
+	}
 
 	// Off: everything the driver made goes.
 	var cur backupsv1alpha1.Plan

@@ -35,6 +35,10 @@ func (r *Reconciler) roll(ctx context.Context, rec *driverv1alpha1.CaptureProgre
 	st := rec.Status
 	continuous := st.Gap == nil && st.BaseRevision == rec.Spec.BaseRevision && st.NewestRevision >= base.Revision && st.Window != nil
 	rec.Spec.BaseBackup, rec.Spec.BaseRevision = base.Backup.Name, base.Revision
+	if rec.Annotations == nil {
+		rec.Annotations = map[string]string{}
+	}
+	rec.Annotations[ChainStartedAnnotation] = r.now().UTC().Format(time.RFC3339)
 	if err := r.Client.Update(ctx, rec); err != nil {
 		return fmt.Errorf("move CaptureProgress %s/%s onto Backup %s: %w", rec.Namespace, rec.Name, base.Backup.Name, err)
 	}
@@ -115,30 +119,28 @@ func (r *Reconciler) show(ctx context.Context, p *backupsv1alpha1.Plan, rec *dri
 		}
 	}
 	maxLag := sp.PointInTime.MaxLag
-	var since time.Time
+	// The lag counts from the window's end: nothing later is durable.
+	since := reference(st.Window, rec)
+	// Whether it is too late: from the window's end while the chain
+	// reports, from the chain's start before its first report.
+	due := since
 	status, reason, msg := metav1.ConditionTrue, driverv1alpha1.CaptureReasonFollowing, ""
 	switch {
 	case gapped(rec):
 		status, reason = metav1.ConditionFalse, driverv1alpha1.CaptureReasonGap
 		msg = fmt.Sprintf("the chain after Backup %s ended at revision %d (%s): the window ends at %s; a new base Backup is being taken",
 			rec.Spec.BaseBackup, st.NewestRevision, st.Gap.Reason, windowEnd(st.Window))
-		since = reference(st.Window, rec)
 	case !current:
 		status, reason = metav1.ConditionFalse, driverv1alpha1.CaptureReasonStarting
 		msg = fmt.Sprintf("the capture after Backup %s (revision %d) has not reported yet", rec.Spec.BaseBackup, rec.Spec.BaseRevision)
-		since = now
-		if c := meta.FindStatusCondition(st.Conditions, driverv1alpha1.CaptureConditionCapturing); c != nil && c.Reason == reason {
-			since = c.LastTransitionTime.Time
-		}
+		due = chainStarted(rec)
 	default:
-		since = reference(st.Window, rec)
 		msg = fmt.Sprintf("recoverable from %s (Backup %s) to %s", st.Window.From.UTC().Format(time.RFC3339), st.Window.FromBackup, windowEnd(st.Window))
 	}
-	lag := now.Sub(since)
-	if reason != driverv1alpha1.CaptureReasonGap && lag > maxLag {
+	if reason != driverv1alpha1.CaptureReasonGap && now.Sub(due) > maxLag {
 		status, reason = metav1.ConditionFalse, driverv1alpha1.CaptureReasonStalled
-		msg = fmt.Sprintf("the newest durable change is %s old, more than the %s the platform allows (spec.pointInTime.maxLagSeconds): %s",
-			lag.Truncate(time.Second), maxLag, msg)
+		msg = fmt.Sprintf("nothing new made durable for %s, more than the %s the platform allows (spec.pointInTime.maxLagSeconds): %s",
+			now.Sub(due).Truncate(time.Second), maxLag, msg)
 	}
 	lags.set(p.Namespace, p.Name, since, maxLag)
 	if err := r.setCondition(ctx, p, rec, before, status, reason, msg); err != nil {
@@ -147,7 +149,7 @@ func (r *Reconciler) show(ctx context.Context, p *backupsv1alpha1.Plan, rec *dri
 	if status == metav1.ConditionFalse && reason != driverv1alpha1.CaptureReasonStarting {
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{RequeueAfter: max(since.Add(maxLag).Sub(now), 0) + time.Second}, nil
+	return ctrl.Result{RequeueAfter: max(due.Add(maxLag).Sub(now), 0) + time.Second}, nil
 }
 
 // refuse says on the record that the capture cannot run, with a Warning
@@ -196,6 +198,15 @@ func reference(w *driverv1alpha1.CaptureWindow, rec *driverv1alpha1.CaptureProgr
 		return w.To.Time
 	case w != nil:
 		return w.From.Time
+	}
+	return rec.CreationTimestamp.Time
+}
+
+// chainStarted is when the driver started rec's current chain (its
+// annotation; the record's creation when unreadable).
+func chainStarted(rec *driverv1alpha1.CaptureProgress) time.Time {
+	if t, err := time.Parse(time.RFC3339, rec.Annotations[ChainStartedAnnotation]); err == nil {
+		return t
 	}
 	return rec.CreationTimestamp.Time
 }
