@@ -92,6 +92,10 @@ func (s Spec) FullOptions() capture.Options {
 func Deployment(s Spec) *appsv1.Deployment {
 	mem := strconv.Itoa(int(s.MemoryMiB)) + "Mi"
 	expire := int64(TokenSeconds)
+	// The modes the API server would default, written out, so that the
+	// Deployment as stored is the one built (MineDeployment compares the
+	// volumes whole) and is not rewritten at every reconcile.
+	mode := int32(corev1.SecretVolumeSourceDefaultMode)
 	pod := tenantjobs.Pod{
 		Labels:         Labels(s.Name),
 		ServiceAccount: s.Name,
@@ -103,8 +107,8 @@ func Deployment(s Spec) *appsv1.Deployment {
 			RequestMemory: mem, LimitMemory: mem,
 		}},
 		Volumes: []corev1.Volume{
-			{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: clientSecret}}},
-			{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{Name: tlsVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: clientSecret, DefaultMode: &mode}}},
+			{Name: tokenVolume, VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: &mode, Sources: []corev1.VolumeProjection{
 				{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expire}},
 				{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
 					Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},

@@ -1,6 +1,7 @@
 package keeper
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
@@ -44,6 +46,21 @@ func TestCaptureFollowsTheNewestGoodBackup(t *testing.T) {
 	h.g.Expect(strings.HasPrefix(rec.Name, "etcd-capture-")).To(BeTrue())
 	d, err := h.deployment(rec.Name)
 	h.g.Expect(err).NotTo(HaveOccurred())
+	// As built, after the API server's defaults: the next reconcile
+	// finds it the driver's and writes nothing.
+	writes := 0
+	ww, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	h.g.Expect(err).NotTo(HaveOccurred())
+	h.r.Client = interceptor.NewClient(ww, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.UpdateOption) error {
+			if _, ok := o.(*appsv1.Deployment); ok {
+				writes++
+			}
+			return c.Update(ctx, o, opts...)
+		}})
+	h.reconcile(p)
+	h.g.Expect(writes).To(BeZero(), "the Deployment was written again")
+	h.r.Client = env.Client
 	pod := d.Spec.Template.Spec
 	h.g.Expect(*d.Spec.Replicas).To(Equal(int32(1)))
 	h.g.Expect(d.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
