@@ -43,29 +43,45 @@ func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan)
 	}
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
 	var candidates []backupsv1alpha1.Backup
+	revisions := map[string]int64{}
 	for _, b := range list.Items {
 		v, err := provenance.Verify(ctx, r.Keys, &b)
 		if err != nil {
 			return nil, err
 		}
-		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(&b, true) ||
-			b.Status.Manifest == nil || b.Status.Manifest.Revision <= 0 || b.Status.Artifact == nil {
+		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(&b, true) || b.Status.Artifact == nil {
 			continue
 		}
-		ok, err := provenance.VerifyManifest(ctx, r.Keys, &b)
+		rev, err := r.signedRevision(ctx, &b)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
+		if rev > 0 {
 			b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
 			candidates = append(candidates, b)
+			revisions[b.Name] = rev
 		}
 	}
 	best := goodbackup.Newest(candidates, func(*backupsv1alpha1.Backup) bool { return true })
 	if best == nil {
 		return nil, nil
 	}
-	return &baseBackup{Backup: best, Revision: best.Status.Manifest.Revision}, nil
+	return &baseBackup{Backup: best, Revision: revisions[best.Name]}, nil
+}
+
+// signedRevision is the revision b's manifest records when the driver
+// signed that manifest for b, else 0. (Where the manifest is kept on a
+// Backup is read here only.)
+func (r *Reconciler) signedRevision(ctx context.Context, b *backupsv1alpha1.Backup) (int64, error) {
+	m := b.Status.Manifest
+	if m == nil || m.Revision <= 0 {
+		return 0, nil
+	}
+	ok, err := provenance.VerifyManifest(ctx, r.Keys, b)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return m.Revision, nil
 }
 
 // spec is the capture the driver runs for rec's chain on base: the S3
