@@ -286,3 +286,30 @@ func TestOneCapturePerApplication(t *testing.T) {
 	h.g.Expect(list.Items[0].Name).To(Equal(first.Name))
 	h.g.Expect(strings.Join(h.events(), "\n")).To(ContainSubstring("captured already, for Plan daily"))
 }
+
+// The platform admin turning capture off for the strategy
+// (spec.pointInTime.enabled false) removes the captures of its Plans,
+// whatever the Plans ask.
+func TestAdminTurningItOffRemovesTheCapture(t *testing.T) {
+	h := newHarness(t)
+	p := h.plan()
+	h.backup("b1", 0, 100)
+	h.reconcile(p)
+	rec := h.record(p)
+	_, err := h.deployment(rec.Name)
+	h.g.Expect(err).NotTo(HaveOccurred())
+
+	setEnabled := func(on bool) {
+		var sp driverv1alpha1.StrategyPolicy
+		h.g.Expect(env.Client.Get(h.ctx, client.ObjectKey{Name: "s3"}, &sp)).To(Succeed())
+		sp.Spec.PointInTime.Enabled = on
+		h.g.Expect(env.Client.Update(h.ctx, &sp)).To(Succeed())
+	}
+	setEnabled(false)
+	defer setEnabled(true)
+	h.reconcile(p)
+	for _, o := range []client.Object{&appsv1.Deployment{}, &rbacv1.Role{}, &driverv1alpha1.CaptureProgress{}} {
+		err := env.Client.Get(h.ctx, client.ObjectKey{Namespace: h.ns, Name: rec.Name}, o)
+		h.g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "%T: %v", o, err)
+	}
+}
