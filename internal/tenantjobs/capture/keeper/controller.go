@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pit, on, err := r.wanted(ctx, &plan)
+	sp, on, err := r.wanted(ctx, &plan)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -96,7 +96,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// Nothing to follow yet: the Plan's first good, inspected Backup
 		// starts the first chain (its event wakes the Plan).
 		if rec != nil {
-			return r.show(ctx, &plan, rec, pit)
+			return r.show(ctx, &plan, rec, sp)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -121,19 +121,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.answerGap(ctx, &plan, rec); err != nil {
 			return r.retry(ctx, err)
 		}
-		return r.show(ctx, &plan, rec, pit)
+		return r.show(ctx, &plan, rec, sp)
 	}
-	spec, err := r.spec(ctx, &plan, rec, base, pit)
+	spec, err := r.spec(ctx, &plan, rec, base, sp)
 	if err != nil {
-		return ctrl.Result{}, r.refuse(ctx, &plan, rec, pit, "the capture cannot start: "+err.Error())
+		return ctrl.Result{}, r.refuse(ctx, &plan, rec, sp, "the capture cannot start: "+err.Error())
 	}
 	if refusal, err := r.ensure(ctx, spec); err != nil || refusal != "" {
 		if err != nil {
 			return r.retry(ctx, err)
 		}
-		return ctrl.Result{}, r.refuse(ctx, &plan, rec, pit, refusal)
+		return ctrl.Result{}, r.refuse(ctx, &plan, rec, sp, refusal)
 	}
-	return r.show(ctx, &plan, rec, pit)
+	return r.show(ctx, &plan, rec, sp)
 }
 
 // retry decides again soon after a write lost to a concurrent one (the
