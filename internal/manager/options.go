@@ -63,6 +63,9 @@ type Options struct {
 	// MaxInspectionJobs bounds the Backups' inspection Jobs that run at
 	// once across the cluster; the others wait for a slot.
 	MaxInspectionJobs int
+	// MaxInspectionJobsPerNamespace bounds those of one namespace, so one
+	// tenant's Backups never hold every slot. 0 means no bound.
+	MaxInspectionJobsPerNamespace int
 	// SafetyBackupsKeep is how many safety Backups are kept per
 	// application (besides those unfinished RestoreJobs name).
 	SafetyBackupsKeep int
@@ -164,18 +167,19 @@ func DefaultOptions() Options {
 		KubeAPIBurst: 400,
 		// Not shorter than the etcd-operator's snapshot Job deadline
 		// (1800s): a job never gives up on a snapshot that may still land.
-		BackupDeadline:          30 * time.Minute,
-		RestoreDeadline:         30 * time.Minute,
-		ClaimSweepInterval:      claim.DefaultSweepInterval,
-		SharedCredentialsResync: sharedcreds.DefaultResyncInterval,
-		ShardSweepInterval:      shard.DefaultSweepInterval,
-		SafetyBackupsKeep:       safetyretention.DefaultKeep,
-		MaxSnapshotsPerCluster:  1,
-		MaxInspectionJobs:       8,
-		Namespace:               ns,
-		ProvenanceSecret:        "etcd-backup-driver-provenance",
-		StagingImage:            os.Getenv("STAGING_IMAGE"),
-		ClusterDomain:           "cluster.local",
+		BackupDeadline:                30 * time.Minute,
+		RestoreDeadline:               30 * time.Minute,
+		ClaimSweepInterval:            claim.DefaultSweepInterval,
+		SharedCredentialsResync:       sharedcreds.DefaultResyncInterval,
+		ShardSweepInterval:            shard.DefaultSweepInterval,
+		SafetyBackupsKeep:             safetyretention.DefaultKeep,
+		MaxSnapshotsPerCluster:        1,
+		MaxInspectionJobs:             8,
+		MaxInspectionJobsPerNamespace: 2,
+		Namespace:                     ns,
+		ProvenanceSecret:              "etcd-backup-driver-provenance",
+		StagingImage:                  os.Getenv("STAGING_IMAGE"),
+		ClusterDomain:                 "cluster.local",
 	}
 }
 
@@ -211,6 +215,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How many snapshots of one tenant's EtcdCluster may run at once (BackupJobs beyond it wait, Pending WaitingForSnapshotSlot); 0 means no bound.")
 	fs.IntVar(&o.MaxInspectionJobs, "max-inspection-jobs", o.MaxInspectionJobs,
 		"How many Backup inspection Jobs may run at once across the cluster (the others wait, InspectionPending); at least 1.")
+	fs.IntVar(&o.MaxInspectionJobsPerNamespace, "max-inspection-jobs-per-namespace", o.MaxInspectionJobsPerNamespace,
+		"How many of those may be of one namespace's Backups (the others wait, InspectionPending); 0 means no bound.")
 	fs.IntVar(&o.SafetyBackupsKeep, "safety-backups-keep", o.SafetyBackupsKeep,
 		"How many safety Backups (taken by restores) are kept per application, besides those an unfinished RestoreJob names; a negative value keeps all.")
 	fs.DurationVar(&o.ClaimSweepInterval, "claim-sweep-interval", o.ClaimSweepInterval,
