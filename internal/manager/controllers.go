@@ -174,6 +174,8 @@ func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
 		Census:               o.liveReader(mgr, d),
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 		Deadline:             o.RestoreDeadline,
+		MaxJobs:              o.MaxRehearsalJobs,
+		MaxJobsPerNamespace:  o.MaxRehearsalJobsPerNamespace,
 	}
 	pem, err := o.s3CAPEM()
 	if err != nil {

@@ -61,6 +61,10 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Deadline bounds the Job; zero means DefaultDeadline.
 	Deadline time.Duration
+	// MaxJobs bounds the rehearsals running at once, MaxJobsPerNamespace
+	// those of one namespace; a dry run beyond either waits, queued
+	// (queue.go). 0 means no bound.
+	MaxJobs, MaxJobsPerNamespace int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -71,6 +75,8 @@ type Reconciler struct {
 	// made are the Jobs this process created, by memoKey, until the
 	// cache shows them.
 	made map[string]*batchv1.Job
+	// slots are the dry runs let start (queue.go).
+	slots slots
 }
 
 // DefaultDeadline bounds a rehearsal Job.
@@ -134,6 +140,7 @@ func (r *Reconciler) forgetName(nn types.NamespacedName) {
 }
 
 func (r *Reconciler) forget(uid string) {
+	r.release(uid)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.censuses, uid)

@@ -15,7 +15,8 @@ import (
 )
 
 // SetupWithManager wires the watches: a dry run is woken by its
-// RestoreJob, its Backup and its Job (the manager's Job cache holds every
+// RestoreJob, its Backup, its Job, and, while it waits for a slot, by any
+// other dry run's change (queue.go) (the manager's Job cache holds every
 // Job the driver makes); nothing is polled.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	c := mgr.GetClient()
@@ -24,6 +25,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		For(&backupsv1alpha1.RestoreJob{}).
 		Watches(&backupsv1alpha1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.dryRunsOf(c))).
+		Watches(&backupsv1alpha1.RestoreJob{}, handler.EnqueueRequestsFromMapFunc(r.queuedOf(c))).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&backupsv1alpha1.RestoreJob{}, handler.OnlyControllerOwner())).
 		Complete(r)
