@@ -81,8 +81,13 @@ func (r *Reconciler) admit(ctx context.Context, rj *backupsv1alpha1.RestoreJob) 
 			live[k] = true
 			running++
 			inNamespace[o.Namespace]++
-		default:
-			self = self || k == key
+		case k == key:
+			self = true
+			queue = append(queue, o)
+		case queued(o):
+			// Only dry runs that reached this gate compete: not one
+			// another driver rehearses, nor one still waiting for its
+			// Backup.
 			queue = append(queue, o)
 		}
 	}

@@ -170,3 +170,25 @@ func TestRehearsalsWaitForASlotOldestFirst(t *testing.T) {
 		g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "%s/%s: %s", nn[0], nn[1], rj.Status.Message)
 	}
 }
+
+// Only the dry runs that wait at this driver's gate are in its queue: an
+// older dry run another driver rehearses (a Backup of another strategy)
+// or one still waiting for its Backup takes no slot.
+func TestOnlyQueuedDryRunsAreAheadInTheQueue(t *testing.T) {
+	g := NewWithT(t)
+	other, ours := newNamespace(t), newNamespace(t)
+	tenantWithBackup(t, ours)
+	held.Store(other, true)
+	t.Cleanup(func() { held.Delete(other) })
+	foreign := signedBackup(t, other, "cnpg")
+	foreign.Spec.StrategyRef.Kind = "CNPG"
+	create(t, foreign)
+	withCaps(t, 1, 0)
+	create(t, dryRun(other, "foreign", "cnpg"))
+	create(t, dryRun(other, "no-backup-yet", "later"))
+	time.Sleep(1100 * time.Millisecond)
+	create(t, dryRun(ours, "mine", "nightly"))
+	finishJob(context.Background(), awaitJob(t, ours, "mine"), 0, rehearsed)
+	rj := waitEnd(t, ours, "mine")
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
+}
