@@ -169,13 +169,14 @@ func (r *Reconciler) queue(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	return nil
 }
 
-// queuedOf: a dry run that starts, ends or goes may free a slot, so any
-// dry run's change wakes the dry runs that wait for one (a waiting dry
-// run that is woken for nothing writes nothing).
+// queuedOf: a dry run that started (and so ends, or goes, holding a
+// slot until then) or ended wakes the dry runs that wait for a slot; a
+// waiting dry run woken for nothing writes nothing. (One let start that
+// goes before it started frees its slot at the next wake.)
 func (r *Reconciler) queuedOf(c client.Reader) func(context.Context, client.Object) []reconcile.Request {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		rj, ok := obj.(*backupsv1alpha1.RestoreJob)
-		if !ok || !restoreoptions.IsDryRun(rj) {
+		if !ok || !restoreoptions.IsDryRun(rj) || (waitingDryRun(rj) && !started(rj)) {
 			return nil
 		}
 		var list backupsv1alpha1.RestoreJobList
