@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
@@ -70,4 +71,44 @@ func TestEveryTenantJobRequestsTheEphemeralStorageItUses(t *testing.T) {
 			}
 		}
 	}
+}
+
+// EphemeralStorage counts the size limit of every emptyDir the container
+// mounts, and only those (not one of another container, not a claim), on
+// top of LogRoom; an emptyDir without a size limit is a bug in a Job's
+// spec and panics rather than leave the disk unbounded.
+func TestEphemeralStorageCountsTheEmptyDirsMounted(t *testing.T) {
+	claim := corev1.Volume{Name: "claim", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}}
+	volumes := []corev1.Volume{tenantjobs.Scratch("a", 1<<30), tenantjobs.Scratch("b", 100<<20), tenantjobs.Scratch("other", 5<<30), claim}
+	mounts := func(names ...string) []corev1.VolumeMount {
+		var out []corev1.VolumeMount
+		for _, n := range names {
+			out = append(out, corev1.VolumeMount{Name: n, MountPath: "/" + n})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		mounts []string
+		want   int64
+	}{
+		{nil, tenantjobs.LogRoom},
+		{[]string{"claim"}, tenantjobs.LogRoom},
+		{[]string{"a"}, 1<<30 + tenantjobs.LogRoom},
+		{[]string{"a", "b", "claim"}, 1<<30 + 100<<20 + tenantjobs.LogRoom},
+	} {
+		got := tenantjobs.EphemeralStorage(mounts(tc.mounts...), volumes)
+		if got.Value() != tc.want {
+			t.Errorf("mounting %v: %s, want %d", tc.mounts, got.String(), tc.want)
+		}
+	}
+	if v := tenantjobs.Scratch("a", 3<<30); v.EmptyDir.SizeLimit.Value() != 3<<30 {
+		t.Errorf("Scratch: size limit %s", v.EmptyDir.SizeLimit)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("an emptyDir without a size limit was counted")
+		}
+	}()
+	unbounded := corev1.Volume{Name: "u", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}
+	tenantjobs.EphemeralStorage(mounts("u"), []corev1.Volume{unbounded})
 }
