@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -84,10 +85,7 @@ func (r *Reconciler) admit(ctx context.Context, rj *backupsv1alpha1.RestoreJob) 
 		case k == key:
 			self = true
 			queue = append(queue, o)
-		case queued(o):
-			// Only dry runs that reached this gate compete: not one
-			// another driver rehearses, nor one still waiting for its
-			// Backup.
+		case r.contends(ctx, o):
 			queue = append(queue, o)
 		}
 	}
@@ -128,6 +126,20 @@ func (r *Reconciler) admit(ctx context.Context, rj *backupsv1alpha1.RestoreJob) 
 	}
 	return fmt.Sprintf("waiting for a rehearsal slot: older dry runs take the free ones (at most %d run at once (--max-rehearsal-jobs), %d of one namespace)",
 		total, perNamespace), nil
+}
+
+// contends reports whether dry run o, which has not started, competes
+// for a slot: it waits at this gate, or will as soon as it is reconciled
+// (a burst of new dry runs is let in by age, not by which reconcile came
+// first). One another driver rehearses (a Backup of another strategy) or
+// one still waiting for its Backup does not.
+func (r *Reconciler) contends(ctx context.Context, o *backupsv1alpha1.RestoreJob) bool {
+	if queued(o) {
+		return true
+	}
+	var b backupsv1alpha1.Backup
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.BackupRef.Name}, &b)
+	return err == nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef)
 }
 
 // before orders the queue: the older dry run first, then by namespace

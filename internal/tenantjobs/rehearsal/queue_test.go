@@ -171,10 +171,10 @@ func TestRehearsalsWaitForASlotOldestFirst(t *testing.T) {
 	}
 }
 
-// Only the dry runs that wait at this driver's gate are in its queue: an
+// Only the dry runs this driver can start are in its queue: an
 // older dry run another driver rehearses (a Backup of another strategy)
 // or one still waiting for its Backup takes no slot.
-func TestOnlyQueuedDryRunsAreAheadInTheQueue(t *testing.T) {
+func TestDryRunsThatCannotStartTakeNoPlaceInTheQueue(t *testing.T) {
 	g := NewWithT(t)
 	other, ours := newNamespace(t), newNamespace(t)
 	tenantWithBackup(t, ours)
