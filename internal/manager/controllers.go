@@ -159,7 +159,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	r := &inspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
-		MaxJobs: o.MaxInspectionJobs, Schema: d.schema,
+		MaxJobs: o.MaxInspectionJobs, MaxJobsPerNamespace: o.MaxInspectionJobsPerNamespace, Schema: d.schema,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
@@ -195,6 +195,8 @@ func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
 		Census:               o.liveReader(mgr, d),
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 		Deadline:             o.RestoreDeadline,
+		MaxJobs:              o.MaxRehearsalJobs,
+		MaxJobsPerNamespace:  o.MaxRehearsalJobsPerNamespace,
 	}
 	pem, err := o.s3CAPEM()
 	if err != nil {
