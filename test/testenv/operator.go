@@ -20,6 +20,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 )
 
 // Operator plays the etcd-operator and Flux's helm-controller in one
@@ -271,5 +272,15 @@ func Checksum(data []byte) string {
 
 // S3Client is a path-style client of an S3 server for tests.
 func S3Client(endpoint, accessKey, secretKey string) (*minio.Client, error) {
-	return objstore.New(objstore.Location{Endpoint: endpoint, ForcePathStyle: true}, accessKey, secretKey)
+	return S3ClientWithCA(endpoint, accessKey, secretKey, nil)
+}
+
+// S3ClientWithCA is S3Client trusting ca alone for an https endpoint; nil
+// means the system's roots.
+func S3ClientWithCA(endpoint, accessKey, secretKey string, ca *s3ca.CA) (*minio.Client, error) {
+	loc := objstore.Location{Endpoint: endpoint, ForcePathStyle: true}
+	if ca != nil {
+		loc.RootCAs = ca.Pool
+	}
+	return objstore.New(loc, accessKey, secretKey)
 }
