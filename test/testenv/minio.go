@@ -280,6 +280,15 @@ func (m *MinIO) HTTPClient() *http.Client {
 	return m.CA.HTTPClient()
 }
 
+// CAFile is the PEM file of the server's CA (what the driver's
+// --s3-ca-file names); empty when it speaks plain http.
+func (m *MinIO) CAFile() string {
+	if m.CA == nil {
+		return ""
+	}
+	return filepath.Join(m.dir, "certs", "CAs", "ca.crt")
+}
+
 // Client is an S3 client of the server signed with the key accessKey,
 // trusting its CA when it has one.
 func (m *MinIO) Client(accessKey, secretKey string) (*minio.Client, error) {

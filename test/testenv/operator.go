@@ -61,6 +61,10 @@ type Operator struct {
 	// starts, as the operator's Pods do (instead of the s3 client given to
 	// StartOperator).
 	KeyFromSecret bool
+	// S3CA is the CA an https destination's certificate chains to, for
+	// KeyFromSecret's clients (the operator's Pods are handed the
+	// platform's CA); nil means the system's roots.
+	S3CA *s3ca.CA
 	// HoldSnapshots leaves new EtcdSnapshots alone, for a test to play the
 	// snapshot agent itself.
 	HoldSnapshots bool
@@ -169,7 +173,10 @@ func (op *Operator) agentClient(ctx context.Context, dest *etcdv1alpha2.S3Destin
 	if op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: dest.CredentialsSecretRef.Name}, &secret) != nil {
 		return nil
 	}
-	c, err := S3Client(dest.Endpoint, string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]))
+	op.mu.Lock()
+	ca := op.S3CA
+	op.mu.Unlock()
+	c, err := S3ClientWithCA(dest.Endpoint, string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]), ca)
 	if err != nil {
 		return nil
 	}
