@@ -59,6 +59,14 @@ func DriverValues(image string, metricsPort, probePort int, backupDeadline, rest
 	}
 }
 
+// withS3CA sets the chart's s3CA values: the chart then passes
+// --s3-ca-file naming the bundle where it mounts its ConfigMap
+// (containerS3CA), and container mode bind-mounts the sandbox's CA file
+// there instead.
+func withS3CA(values map[string]any) {
+	values["s3CA"] = map[string]any{"configMap": "etcd-backup-driver-sandbox-s3-ca", "key": "ca.crt"}
+}
+
 // DriverChart renders the driver's chart (charts/etcd-backup-driver) with
 // values as release DriverRelease in the driver's namespace
 // (testenv.DriverNamespace): what container mode runs the driver from
@@ -115,9 +123,7 @@ func (s *Sandbox) startDriverContainer(rt *container.Runtime, opts manager.Optio
 	}
 	values := DriverValues(rt.Image, metricsPort, probePort, opts.BackupDeadline, opts.RestoreDeadline)
 	if s.S3CAFile != "" {
-		// The chart passes --s3-ca-file naming the bundle in its
-		// ConfigMap's mount; the host's file is bind-mounted there.
-		values["s3CA"] = map[string]any{"configMap": "etcd-backup-driver-sandbox-s3-ca", "key": "ca.crt"}
+		withS3CA(values)
 	}
 	pod, err := DriverPod(values)
 	if err != nil {
