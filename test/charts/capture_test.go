@@ -34,7 +34,7 @@ import (
 // it may only grant holding that itself) and removes it again.
 func TestCaptureRunsWithChartRBAC(t *testing.T) {
 	g := NewWithT(t)
-	cfg := installDriverRBAC(g)
+	cfg := installDriverRBAC(t, g)
 	sa, err := client.New(cfg, client.Options{Scheme: driverscheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()

@@ -41,8 +41,9 @@ const (
 
 // installDriverRBAC creates the chart's ServiceAccount, roles and bindings
 // for real and returns a rest.Config that acts as that ServiceAccount (and
-// nothing more: no admin groups).
-func installDriverRBAC(g *WithT) *rest.Config {
+// nothing more: no admin groups). They are deleted when t ends: the suite's
+// other tests dry-run and install the chart under the same names.
+func installDriverRBAC(t *testing.T, g *WithT) *rest.Config {
 	ensureNamespace(g, driverNamespace)
 	objs, err := chartrender.Render(chartrender.ChartDir("etcd-backup-driver"),
 		chartrender.Release{Name: driverRelease, Namespace: driverNamespace})
@@ -59,6 +60,11 @@ func installDriverRBAC(g *WithT) *rest.Config {
 		if !apierrors.IsAlreadyExists(err) {
 			g.Expect(err).NotTo(HaveOccurred(), "%s %s", obj.GetKind(), obj.GetName())
 		}
+		t.Cleanup(func() {
+			if err := env.Client.Delete(context.Background(), obj); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		})
 		installed++
 	}
 	g.Expect(installed).To(Equal(5))
@@ -82,7 +88,7 @@ func freeAddr(g *WithT) string {
 // Secrets in bulk, nor anything the markers do not name.
 func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	g := NewWithT(t)
-	cfg := installDriverRBAC(g)
+	cfg := installDriverRBAC(t, g)
 	sa, err := client.NewWithWatch(cfg, client.Options{Scheme: driverscheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()
@@ -169,7 +175,7 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 // etcd-operator and Flux).
 func TestManagerRunsWithChartRBAC(t *testing.T) {
 	g := NewWithT(t)
-	cfg := installDriverRBAC(g)
+	cfg := installDriverRBAC(t, g)
 
 	o := manager.DefaultOptions()
 	o.MetricsAddr = freeAddr(g)
