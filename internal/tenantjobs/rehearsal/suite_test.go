@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,7 +99,7 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		r := &Reconciler{
-			Client: mgr.GetClient(), Reader: mgr.GetClient(), LiveReader: mgr.GetAPIReader(),
+			Client: recordFaults{mgr.GetClient()}, Reader: mgr.GetClient(), LiveReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("etcd-rehearsal"), Keys: testKeys, Policy: policy, Image: testImage,
 			Census: plainCensus{}, AllowedEndpointCIDRs: testenv.LoopbackCIDRs, Deadline: 10 * time.Minute,
 		}
@@ -120,7 +121,18 @@ func TestMain(m *testing.M) {
 // liverevision.Census, whose TLS dialling is tested in its package.
 type plainCensus struct{}
 
+// censusReads counts the censuses of each namespace (an *atomic.Int64).
+var censusReads sync.Map
+
+// censusesOf is how many times the driver counted ns's live etcd.
+func censusesOf(ns string) int64 {
+	n, _ := censusReads.LoadOrStore(ns, new(atomic.Int64))
+	return n.(*atomic.Int64).Load()
+}
+
 func (plainCensus) Census(ctx context.Context, ns string) (liverevision.Census, error) {
+	n, _ := censusReads.LoadOrStore(ns, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 	url, ok := lives.Load(ns)
 	if !ok {
 		return liverevision.Census{}, fmt.Errorf("no live etcd for %s", ns)
