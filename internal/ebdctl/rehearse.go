@@ -18,8 +18,8 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 	if !ok {
 		outcome = "failed"
 	}
-	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", job.Namespace, job.Name,
-		job.Spec.BackupRef.Name, outcome, oneLine(job.Status.Message))
+	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", oneLine(job.Namespace), oneLine(job.Name),
+		oneLine(job.Spec.BackupRef.Name), outcome, oneLine(job.Status.Message))
 	var report *backupsv1alpha1.RehearsalReport
 	if rec, ok := rehearsalrecord.Peek(job); ok {
 		report = rec.Report
