@@ -123,3 +123,36 @@ func TestATamperedRecordEndsTheDryRun(t *testing.T) {
 	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsalUnrecorded)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("not the driver's"))
 }
+
+// The provenance key rotates while the rehearsal Job runs: the Job's
+// keyed name changes with the key, but the driver that made the Job
+// follows the Job it made instead of taking it for deleted.
+func TestAKeyRotationDoesNotLoseTheJob(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(t)
+	held.Store(ns, true)
+	deployApp(t, ns)
+	cli := liveEtcd(t, ns)
+	b, _ := backupOf(t, ns, "nightly", cli)
+	create(t, b)
+	create(t, dryRun(ns, "rehearse", "nightly"))
+	var jobs batchv1.JobList
+	g.Eventually(func() int {
+		_ = k.List(ctx, &jobs, client.InNamespace(ns))
+		return len(jobs.Items)
+	}).WithTimeout(time.Minute).Should(Equal(1))
+	driverKeys.rotated.Store(true)
+	t.Cleanup(func() { driverKeys.rotated.Store(false) })
+	// Wake the dry run under the new key, then let the Job run.
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)).To(Succeed())
+	rj.Labels = map[string]string{"woken": "yes"}
+	g.Expect(k.Update(ctx, rj)).To(Succeed())
+	held.Delete(ns)
+
+	rj = endOrRecount(t, ns, "rehearse")
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
+	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
+	g.Expect(jobs.Items).To(HaveLen(1), "no second Job")
+}

@@ -79,7 +79,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.start(ctx, rj, b)
 	}
 	spec.LiveRevision = rec.RevisionBefore
-	if spec.JobName, err = r.jobName(ctx, rj); err != nil {
+	made := r.madeJob(uid)
+	if made != nil {
+		// The Job this process made keeps its name across a key rotation.
+		spec.JobName = made.Name
+	} else if spec.JobName, err = r.jobName(ctx, rj); err != nil {
 		return ctrl.Result{}, err
 	}
 	want := Build(spec, ownerRef(rj))
@@ -87,7 +91,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	made := r.madeJob(uid)
 	switch {
 	case job != nil && (!tenantjobs.Mine(job, want) || made != nil && made.UID != "" && job.UID != made.UID):
 		return ctrl.Result{}, r.fail(ctx, rj, b, &rec, refuse(backupsv1alpha1.ReasonRehearsalFailed,
