@@ -56,9 +56,6 @@ func (r *Reconciler) act(ctx context.Context, o *observation, d decision) (bool,
 func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error {
 	switch d.state {
 	case stateAddFinalizer:
-		// Cozystack's RestoreJob CRD lets the spec change: say so once.
-		r.event(o, reasonSpecNotImmutable, "Cozystack's RestoreJob CRD does not make spec immutable: "+
-			"do not edit this RestoreJob while it runs; an edit takes effect at the next step (the restore source is frozen once the cluster is captured)", false)
 		return r.patchFinalizer(ctx, o.job, true)
 	case stateRemoveFinalizer:
 		// The staging claim is settled first, and again after a crash
