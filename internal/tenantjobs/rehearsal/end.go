@@ -19,7 +19,7 @@ import (
 // into the record, its summary into the status.
 func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup,
 	rec rehearsalrecord.Record, rep step.Report) error {
-	c, counted := r.census(memoKey(rj))
+	c, _, counted := r.census(rj)
 	var now *backupsv1alpha1.BackupManifest
 	live := rec.LiveUnread
 	switch {
@@ -27,9 +27,8 @@ func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 		if live == "" {
 			live = "it was not readable when the rehearsal started"
 		}
-	case counted && c.Counter != nil:
-		ks, cut := c.Counter.Keyspaces()
-		now = &backupsv1alpha1.BackupManifest{Keys: c.Counter.Keys(), Keyspaces: ks, Truncated: cut}
+	case counted:
+		now = &c.Now
 	default:
 		// A restarted driver lost the counts it read at the start, and
 		// does not count the live cluster a second time.
@@ -81,7 +80,9 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal's end on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
-	r.forget(memoKey(rj))
+	// What this process keeps of the dry run (its census, its Job) is
+	// forgotten once a reconcile reads it ended: one from a cache that
+	// does not show the end yet still finds it, and counts nothing again.
 	r.event(rj, reason, msg, !ok)
 	return nil
 }

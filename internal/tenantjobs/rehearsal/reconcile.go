@@ -15,7 +15,6 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -38,7 +37,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	uid := memoKey(rj)
 	if !restoreoptions.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
-		r.forget(uid)
+		r.forget(rj)
 		return ctrl.Result{}, nil
 	}
 	b := &backupsv1alpha1.Backup{}
@@ -69,14 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if !recorded {
-		if started(rj) {
-			// Started, but its record is gone, was altered or was never
-			// written: the live cluster is not counted a second time.
-			return ctrl.Result{}, r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
-				"the record of this rehearsal's start (annotation %s) is missing or is not the driver's, so the Job's revision floor is unknown; "+
-					"the live cluster is not counted twice: create the dry run again", rehearsalrecord.Annotation))
-		}
-		return ctrl.Result{}, r.start(ctx, rj, b)
+		return r.start(ctx, rj, b)
 	}
 	spec.LiveRevision = rec.RevisionBefore
 	made := r.madeJob(uid)
@@ -133,18 +125,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.fail(ctx, rj, b, &rec, refuse(backupsv1alpha1.ReasonRehearsalFailed, "%s", msg))
 }
 
-// readLive counts the live cluster; unread is what a tenant may read of
-// why it could not be ("" when it was read).
-func (r *Reconciler) readLive(ctx context.Context, ns string) (liverevision.Census, string) {
+// What liveCensus found of a dry run's census.
+type censusState int
+
+const (
+	// censusCounted: the census ended (unread says why it counted
+	// nothing, if it did not).
+	censusCounted censusState = iota
+	// censusPending: it runs; its end wakes the RestoreJob.
+	censusPending
+	// censusLost: this process holds none and may not start one (the
+	// dry run started before a restart).
+	censusLost
+)
+
+// liveCensus is the dry run's census, with unread what a tenant may read
+// of why the live cluster could not be counted ("" when it was: a census
+// past liverevision's bounds is unread too, never a count). A census not
+// yet taken is started off the workers only when start (the process that
+// just marked the dry run started) says so; it is kept until the dry run
+// ends (census), so it is taken once. One census of a namespace's etcd
+// runs at a time (start waits for Busy): a tenant's dry runs take one of
+// the CensusSlots, never all.
+func (r *Reconciler) liveCensus(rj *backupsv1alpha1.RestoreJob, start bool) (c liverevision.Census, unread string, st censusState) {
 	if r.Census == nil {
-		return liverevision.Census{}, "the driver has no access to tenant etcd clusters"
+		return liverevision.Census{}, "the driver has no access to tenant etcd clusters", censusCounted
 	}
-	c, err := r.Census.Census(ctx, ns)
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).Info("the live cluster could not be counted; rehearsing with etcd's blind revision bump", "error", err.Error())
-		return liverevision.Census{}, liverevision.TenantMessage(err)
+	k := liverevision.Key{Job: rj.UID, Purpose: liverevision.ForRehearsal}
+	switch state, res := r.reads().Look(k); state {
+	case liverevision.NotStarted:
+		if !start {
+			return liverevision.Census{}, "", censusLost
+		}
+		r.reads().Start(k, client.ObjectKeyFromObject(rj), rj.Namespace)
+		return liverevision.Census{}, "", censusPending
+	case liverevision.Running:
+		return liverevision.Census{}, "", censusPending
+	default:
+		if res.Err != nil {
+			return liverevision.Census{}, liverevision.TenantMessage(res.Err), censusCounted
+		}
+		return res.Value, "", censusCounted
 	}
-	return c, ""
+}
+
+// census is the dry run's census as its start took it; ok is false when
+// this process holds none (it restarted since the start).
+func (r *Reconciler) census(rj *backupsv1alpha1.RestoreJob) (c liverevision.Census, unread string, ok bool) {
+	st, res := r.reads().Look(liverevision.Key{Job: rj.UID, Purpose: liverevision.ForRehearsal})
+	switch {
+	case st != liverevision.Done:
+		return liverevision.Census{}, "", false
+	case res.Err != nil:
+		return liverevision.Census{}, liverevision.TenantMessage(res.Err), true
+	}
+	return res.Value, "", true
 }
 
 // ownerRef makes the Job the RestoreJob's: deleting the RestoreJob

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -18,16 +19,20 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
-// A dry run starts in three writes, in this order: its status says it
-// runs (phase Running, Ready reason Rehearsing: what restoreoptions reads
-// as a started dry run, and what a tenant cannot write), then the driver
-// counts the live cluster, once, then it records what it read in its
-// annotation (rehearsalrecord). The status write comes first and with an
-// optimistic lock, so a reconcile that reads a stale RestoreJob fails it
-// instead of counting again; a dry run that started but whose record
-// cannot be written or read back ends with a clear refusal
-// (ReasonRehearsalUnrecorded), whatever the installed CRD serves. So each
-// dry run counts the live cluster at most once.
+// A dry run starts in this order: its status says it runs (phase
+// Running, Ready reason Rehearsing: what restoreoptions reads as a
+// started dry run, and what a tenant cannot write), then this process
+// starts its census (off the workers, liveCensus), then, once the census
+// ended, it records what it read in its annotation (rehearsalrecord). The
+// status write comes first and with an optimistic lock, so a reconcile
+// that reads a stale RestoreJob fails it instead of counting again, and
+// only the process that wrote it starts the census. A dry run that
+// started but whose census this process does not hold (it restarted
+// before the record was written) or whose record cannot be written ends
+// with a clear refusal (ReasonRehearsalUnrecorded), whatever the
+// installed CRD serves: each dry run counts the live cluster at most
+// once. A record gone or altered while this process still holds the
+// census is written again from it.
 
 // started reports whether rj's status says its rehearsal started.
 func started(rj *backupsv1alpha1.RestoreJob) bool {
@@ -75,10 +80,51 @@ func (r *Reconciler) writeRecord(ctx context.Context, rj *backupsv1alpha1.Restor
 	return nil
 }
 
-// start marks the rehearsal Running, counts the live cluster (the
-// revision the Job's floor is built from, and what the report compares
-// with) and records what it read.
-func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup) error {
+// start takes a dry run with no record of the driver's to its record:
+// it marks the rehearsal Running and starts the census (the revision the
+// Job's floor is built from, and what the report compares with) when it
+// has not started, waits for the census, and records what it read.
+func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup) (ctrl.Result, error) {
+	claimed := false
+	if !started(rj) {
+		if r.Census != nil && r.reads().Busy(rj.Namespace) {
+			// One census of a namespace's etcd at a time: start when
+			// the one running ended.
+			return ctrl.Result{RequeueAfter: censusPoll}, nil
+		}
+		if err := r.claim(ctx, rj); err != nil {
+			return ctrl.Result{}, err
+		}
+		claimed = true
+	}
+	c, unread, st := r.liveCensus(rj, claimed)
+	switch st {
+	case censusPending:
+		return ctrl.Result{RequeueAfter: censusPoll}, nil
+	case censusLost:
+		return ctrl.Result{}, r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
+			"the record of this rehearsal's start (annotation %s) is missing or is not the driver's, and the driver no longer holds "+
+				"what it counted, so the Job's revision floor is unknown; the live cluster is not counted twice: create the dry run again",
+			rehearsalrecord.Annotation))
+	}
+	rec := rehearsalrecord.Record{RevisionBefore: c.Revision, KeysBefore: c.Now.Keys, LiveUnread: unread}
+	if err := r.writeRecord(ctx, rj, rec); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "the rehearsal's start could not be recorded")
+		return ctrl.Result{}, r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
+			"the rehearsal's start could not be recorded on the RestoreJob (annotation %s: %v); the live cluster is not counted twice: "+
+				"create the dry run again", rehearsalrecord.Annotation, err))
+	}
+	msg := "rehearsing Backup " + rj.Spec.BackupRef.Name + " in a Job of its own; nothing live is changed"
+	if unread != "" {
+		msg += "; the live cluster could not be read (" + unread + "), so the revision is raised by etcd's blind bump"
+	}
+	r.event(rj, backupsv1alpha1.ReasonRehearsing, msg, false)
+	return ctrl.Result{}, nil
+}
+
+// claim marks the rehearsal Running: from then on the live cluster is
+// not counted again.
+func (r *Reconciler) claim(ctx context.Context, rj *backupsv1alpha1.RestoreJob) error {
 	base := rj.DeepCopy()
 	now := metav1.NewTime(r.now())
 	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
@@ -90,23 +136,6 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal's start on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
-	// Started: from here on the live cluster is not counted again.
-	c, unread := r.readLive(ctx, rj.Namespace)
-	r.keepCensus(memoKey(rj), c)
-	rec := rehearsalrecord.Record{RevisionBefore: c.Revision, LiveUnread: unread}
-	if c.Counter != nil {
-		rec.KeysBefore = c.Counter.Keys()
-	}
-	if err := r.writeRecord(ctx, rj, rec); err != nil {
-		logr.FromContextOrDiscard(ctx).Error(err, "the rehearsal's start could not be recorded")
-		return r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
-			"the rehearsal's start could not be recorded on the RestoreJob (annotation %s: %v); the live cluster is not counted twice: "+
-				"create the dry run again", rehearsalrecord.Annotation, err))
-	}
-	if unread != "" {
-		msg += "; the live cluster could not be read (" + unread + "), so the revision is raised by etcd's blind bump"
-	}
-	r.event(rj, backupsv1alpha1.ReasonRehearsing, msg, false)
 	return nil
 }
 
