@@ -121,7 +121,7 @@ func TestATamperedRecordEndsTheDryRun(t *testing.T) {
 	g.Eventually(func() string {
 		_ = k.Get(ctx, client.ObjectKeyFromObject(rj), rj)
 		return rj.Annotations[rehearsalrecord.Annotation]
-	}).WithTimeout(30 * time.Second).Should(Equal(raw), "the driver's record written again")
+	}).WithTimeout(30*time.Second).Should(Equal(raw), "the driver's record written again")
 
 	// After a restart the driver holds nothing to write it again from.
 	testReconciler.forget(rj)
