@@ -34,7 +34,8 @@ import (
 // once. A record gone or altered while this process still holds the
 // census is written again from it.
 
-// started reports whether rj's status says its rehearsal started.
+// started reports whether rj's status says its rehearsal started: from
+// then on it holds a rehearsal slot until it ends (queue.go).
 func started(rj *backupsv1alpha1.RestoreJob) bool {
 	kind, ok := restoreoptions.StartedAs(rj, false)
 	return ok && kind == restoreoptions.DryRun
@@ -87,6 +88,11 @@ func (r *Reconciler) writeRecord(ctx context.Context, rj *backupsv1alpha1.Restor
 func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup) (ctrl.Result, error) {
 	claimed := false
 	if !started(rj) {
+		if why, err := r.admit(ctx, rj); err != nil {
+			return ctrl.Result{}, err
+		} else if why != "" {
+			return ctrl.Result{}, r.queue(ctx, rj, why)
+		}
 		if r.Census != nil && r.reads().Busy(rj.Namespace) {
 			// One census of a namespace's etcd at a time: start when
 			// the one running ended.
