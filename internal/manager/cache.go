@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/keeper"
 )
 
 // cacheOptions says what the driver's caches hold. Each holds only what
@@ -86,7 +87,8 @@ func byObject(ns string, caBytes int) map[client.Object]cache.ByObject {
 		&driverv1alpha1.StrategyPolicy{}: {},
 		// The point-in-time captures: one Deployment and one record per
 		// followed Plan.
-		&appsv1.Deployment{}:              {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
+		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{tenantjobs.PartOfLabel: tenantjobs.PartOf}),
+			Transform: cachetrim.Deployment(tenantjobs.CacheBudget(caBytes), append(keeper.LabelKeys(), shard.Label)...)},
 		&driverv1alpha1.CaptureProgress{}: {},
 	}
 }

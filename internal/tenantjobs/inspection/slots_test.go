@@ -89,3 +89,29 @@ func TestANamespaceTakesAtMostItsShareOfInspectionSlots(t *testing.T) {
 	g.Expect(condition(b3, backupsv1alpha1.BackupConditionInspected)).To(HavePrefix("False InspectionPending: inspecting the snapshot in Job "))
 	h.job(b3)
 }
+
+// A tenant that suspends the driver's own inspection Jobs of its Backups
+// (exactly the driver's, so they pass tenantjobs.Mine; a suspended Job's
+// deadline stops) holds no slot: the driver never suspends a Job, so a
+// suspended one has ended (tenantjobs.OutcomeOf), and another tenant's
+// Backup is inspected at once.
+func TestSuspendedDriverJobsTakeNoInspectionSlot(t *testing.T) {
+	tenant := newHarness(t)
+	g := tenant.g
+	before := runningInspectionJobs(tenant)
+	tenant.r.MaxJobs, tenant.r.MaxJobsPerNamespace = before+10, 0
+	for i := range 2 {
+		b := tenant.backup(fmt.Sprintf("held-%d", i), i)
+		tenant.reconcile(b)
+		j := tenant.job(b)
+		j.Spec.Suspend = ptr(true)
+		g.Expect(env.Client.Update(tenant.ctx, j)).To(Succeed())
+	}
+
+	other := newHarness(t)
+	other.r.MaxJobs, other.r.MaxJobsPerNamespace = before+2, 0
+	b := other.backup("nightly", 0)
+	other.reconcile(b)
+	g.Expect(condition(b, backupsv1alpha1.BackupConditionInspected)).To(HavePrefix("False InspectionPending: inspecting the snapshot in Job etcd-inspect-"))
+	other.job(b)
+}
