@@ -14,6 +14,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
@@ -192,11 +193,11 @@ func TestRehearsalResultPrintsTheReport(t *testing.T) {
 	job := &backupsv1alpha1.RestoreJob{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "r"},
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "monday"}},
-		Status: backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseSucceeded, Message: "rehearsed",
-			Rehearsal: &backupsv1alpha1.RehearsalReport{RevisionBefore: 900, RevisionAfter: 420, KeysBefore: 80, KeysAfter: 95,
-				Resources:           []backupsv1alpha1.CountChange{{Name: "pods", Before: 3, After: 10}},
-				NamespacesReturning: []string{"shop", "blog"}, NamespacesVanishing: []string{"scratch"}}},
+		Status:     backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseSucceeded, Message: "rehearsed"},
 	}
+	withRehearsal(g, job, &backupsv1alpha1.RehearsalReport{RevisionBefore: 900, RevisionAfter: 420, KeysBefore: 80, KeysAfter: 95,
+		Resources:           []backupsv1alpha1.CountChange{{Name: "pods", Before: 3, After: 10}},
+		NamespacesReturning: []string{"shop", "blog"}, NamespacesVanishing: []string{"scratch"}})
 	g.Expect(e.rehearsalResult(job)).To(Succeed())
 	text := out.String()
 	g.Expect(text).To(ContainSubstring("Rehearsal tenant-a/r of Backup monday succeeded: rehearsed"))
@@ -208,10 +209,19 @@ func TestRehearsalResultPrintsTheReport(t *testing.T) {
 	g.Expect(text).To(ContainSubstring("Nothing live was changed."))
 
 	out.Reset()
-	job.Status.Phase, job.Status.Message, job.Status.Rehearsal = backupsv1alpha1.RestoreJobPhaseFailed, "staged file is corrupt", nil
+	job.Status.Phase, job.Status.Message = backupsv1alpha1.RestoreJobPhaseFailed, "staged file is corrupt"
+	withRehearsal(g, job, nil)
 	g.Expect(errors.Is(e.rehearsalResult(job), silentFailure)).To(BeTrue())
 	g.Expect(out.String()).To(ContainSubstring("of Backup monday failed: staged file is corrupt"))
 	g.Expect(out.String()).To(ContainSubstring("No rehearsal report."))
+}
+
+// withRehearsal writes report in the driver's record annotation on job,
+// as the driver would (unsigned: ebdctl does not verify it).
+func withRehearsal(g Gomega, job *backupsv1alpha1.RestoreJob, report *backupsv1alpha1.RehearsalReport) {
+	raw, err := json.Marshal(rehearsalrecord.Record{Report: report})
+	g.Expect(err).NotTo(HaveOccurred())
+	job.Annotations = map[string]string{rehearsalrecord.Annotation: string(raw)}
 }
 
 // status -o wide shows the newest rehearsal of the application, whether

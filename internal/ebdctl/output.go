@@ -86,7 +86,12 @@ type row struct {
 	colour    string
 }
 
+// add adds a row; every cell is made printable (what tenants wrote
+// cannot drive the terminal).
 func (t *table) add(cells ...string) *row {
+	for i, c := range cells {
+		cells[i] = printable(c)
+	}
 	t.rows = append(t.rows, row{cells: cells, colourCol: -1})
 	return &t.rows[len(t.rows)-1]
 }

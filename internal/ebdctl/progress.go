@@ -86,15 +86,21 @@ func (p *progress) phase(ph string) string {
 	return paint(p.terminal, colour, ph)
 }
 
-// oneLine keeps a message on one line.
-// Control characters (a terminal's escape sequences among them) become
-// "?": messages and names come from objects and snapshots a tenant writes.
+// oneLine keeps a message on one line, printable: ebdctl's one sanitiser
+// of what it prints.
 func oneLine(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) || unicode.IsPrint(r) {
+	return printable(strings.Join(strings.Fields(s), " "))
+}
+
+// printable is s with control characters (a terminal's escape sequences
+// among them) as "?": messages and names come from objects and snapshots
+// a tenant writes. Plain spaces are kept (a table cell's indent); any
+// other white space is "?" too (oneLine folds it first).
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
 			return r
 		}
 		return '?'
 	}, s)
-	return strings.Join(strings.Fields(s), " ")
 }

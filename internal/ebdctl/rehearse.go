@@ -6,18 +6,25 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
 
-// rehearsalResult prints how a dry-run RestoreJob ended and its report.
+// rehearsalResult prints how a dry-run RestoreJob ended (its status) and
+// its report: the driver's record annotation (rehearsalrecord), read
+// without its key, for display only.
 func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 	ok := job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded
 	outcome := "succeeded"
 	if !ok {
 		outcome = "failed"
 	}
-	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", job.Namespace, job.Name,
-		job.Spec.BackupRef.Name, outcome, oneLine(job.Status.Message))
-	if err := printRehearsal(e.streams.Out, job.Status.Rehearsal); err != nil {
+	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", oneLine(job.Namespace), oneLine(job.Name),
+		oneLine(job.Spec.BackupRef.Name), outcome, oneLine(job.Status.Message))
+	var report *backupsv1alpha1.RehearsalReport
+	if rec, ok := rehearsalrecord.Peek(job); ok {
+		report = rec.Report
+	}
+	if err := printRehearsal(e.streams.Out, report); err != nil {
 		return err
 	}
 	if !ok {

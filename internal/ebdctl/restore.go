@@ -92,7 +92,7 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 		}
 		if !isApp(backup.Spec.ApplicationRef, app) {
 			return usagef("Backup %s/%s is of %s %s, not of the Etcd application %s", ns, o.from,
-				backup.Spec.ApplicationRef.Kind, backup.Spec.ApplicationRef.Name, app)
+				oneLine(backup.Spec.ApplicationRef.Kind), oneLine(backup.Spec.ApplicationRef.Name), app)
 		}
 	}
 	job := &backupsv1alpha1.RestoreJob{

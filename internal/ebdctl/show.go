@@ -116,14 +116,17 @@ func (e *env) runShow(ctx context.Context, name, output string) error {
 	return nil
 }
 
-// printShow writes res for a person.
+// printShow writes res for a person. Every string in it a tenant could
+// have written (names, phase, conditions, the manifest's names) goes
+// through oneLine, the one sanitiser of ebdctl's output.
 func printShow(w io.Writer, r *ShowResult, now time.Time) error {
 	var b strings.Builder
 	taken := "-"
 	if r.TakenAt != nil {
 		taken = fmt.Sprintf("%s (%s ago)", r.TakenAt.UTC().Format(time.RFC3339), age(now, *r.TakenAt))
 	}
-	fmt.Fprintf(&b, "Backup %s/%s of application %s, taken %s, %s\n", r.Namespace, r.Backup, orDash(r.Application), taken, orDash(r.Phase))
+	fmt.Fprintf(&b, "Backup %s/%s of application %s, taken %s, %s\n", oneLine(r.Namespace), oneLine(r.Backup),
+		orDash(oneLine(r.Application)), taken, orDash(oneLine(r.Phase)))
 	fmt.Fprintf(&b, "  Inspected:    %s\n", conditionLine(r.Inspected))
 	fmt.Fprintf(&b, "  ContentDrop:  %s\n", conditionLine(r.ContentDrop))
 	if r.HeldForContentDrop != "" {
@@ -203,9 +206,9 @@ func conditionLine(c *ConditionSummary) string {
 	if c == nil {
 		return "-"
 	}
-	s := c.Status
+	s := oneLine(c.Status)
 	if c.Reason != "" {
-		s += " (" + c.Reason + ")"
+		s += " (" + oneLine(c.Reason) + ")"
 	}
 	if c.Message != "" {
 		s += ": " + oneLine(c.Message)

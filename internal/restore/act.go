@@ -19,7 +19,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -57,10 +56,6 @@ func (r *Reconciler) act(ctx context.Context, o *observation, d decision) (bool,
 func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error {
 	switch d.state {
 	case stateAddFinalizer:
-		if r.Schema != nil && !r.Schema.Serves(ctx, servedschema.RestoreJobCRD, servedschema.ImmutableSpec) {
-			r.event(o, reasonSpecNotImmutable, "the installed RestoreJob CRD (Cozystack's own?) does not make spec immutable: "+
-				"do not edit this RestoreJob while it runs; an edit takes effect at the next step (the restore source is frozen once the cluster is captured)", false)
-		}
 		return r.patchFinalizer(ctx, o.job, true)
 	case stateRemoveFinalizer:
 		// The staging claim is settled first, and again after a crash

@@ -172,10 +172,6 @@ func (r *Reconciler) tellDryRunKept(o *observation) {
 	}
 }
 
-// reasonSpecNotImmutable is the Event reason of a RestoreJob whose CRD lets
-// its spec change.
-const reasonSpecNotImmutable backupsv1alpha1.RestoreReason = "SpecNotImmutable"
-
 func readyReason(job *backupsv1alpha1.RestoreJob) string {
 	for _, c := range job.Status.Conditions {
 		if c.Type == backupsv1alpha1.ConditionReady {

@@ -51,6 +51,7 @@ var rehearsalReasons = []string{
 	string(backupsv1alpha1.ReasonRehearsing),
 	string(backupsv1alpha1.ReasonRehearsed),
 	string(backupsv1alpha1.ReasonRehearsalFailed),
+	string(backupsv1alpha1.ReasonRehearsalUnrecorded),
 }
 
 // Asks is what rj's options ask for now: DryRun for dryRun: true, else

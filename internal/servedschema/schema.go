@@ -3,10 +3,12 @@
 // (Kamaji's) are installed at all. The driver's CRDs are a superset of
 // Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io
 // CRDs, fields such as a Backup's status.manifest are pruned on write, so
-// the driver never sees them. (The Etcd strategy and the Plan are
-// Cozystack's own CRDs everywhere: the driver's settings for them live in
-// its StrategyPolicy and in Plan annotations.) Controllers ask here, and say so (a condition, an Event) instead of
-// silently behaving as if the setting had not been made.
+// the driver never sees them. (The Etcd strategy, the Plan and the
+// RestoreJob are Cozystack's own CRDs everywhere: the driver's settings for
+// them live in its StrategyPolicy, in Plan annotations and in a
+// RestoreJob's spec.options, its records in annotations.) Controllers ask
+// here, and say so (a condition, an Event) instead of silently behaving as
+// if the setting had not been made.
 package servedschema
 
 import (
@@ -25,8 +27,7 @@ import (
 
 // CRDs the driver checks, and the optional fields of each it relies on.
 const (
-	RestoreJobCRD = "restorejobs.backups.cozystack.io"
-	BackupCRD     = "backups.backups.cozystack.io"
+	BackupCRD = "backups.backups.cozystack.io"
 )
 
 // Kamaji's CRDs: optional kinds. Without them there is no control plane to
@@ -43,10 +44,7 @@ var Optional = map[string][]string{
 	BackupCRD: {"status.manifest", "status.lastRehearsal"},
 }
 
-// ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
-const ImmutableSpec = "spec (immutable)"
-
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
@@ -224,9 +222,6 @@ func missingOf(name string, crd *unstructured.Unstructured) []string {
 			out = append(out, field)
 		}
 	}
-	if name == RestoreJobCRD && !immutableSpec(root) {
-		out = append(out, ImmutableSpec)
-	}
 	return out
 }
 
@@ -255,16 +250,4 @@ func serves(node map[string]any, path string) bool {
 		node = next
 	}
 	return true
-}
-
-func immutableSpec(root map[string]any) bool {
-	spec, _, _ := unstructured.NestedMap(root, "properties", "spec")
-	rules, _ := spec["x-kubernetes-validations"].([]any)
-	for _, r := range rules {
-		rm, _ := r.(map[string]any)
-		if strings.ReplaceAll(fmt.Sprint(rm["rule"]), " ", "") == "self==oldSelf" {
-			return true
-		}
-	}
-	return false
 }

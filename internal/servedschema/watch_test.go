@@ -43,25 +43,25 @@ func TestWatchedCRDsAreNotRead(t *testing.T) {
 	watching := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.read[RestoreJobCRD].watched && s.read[BackupCRD].watched
+		return s.read[TenantControlPlaneCRD].watched && s.read[BackupCRD].watched
 	}
 	g.Eventually(watching).WithTimeout(30 * time.Second).Should(BeTrue())
-	g.Expect(s.Serves(ctx, RestoreJobCRD, ImmutableSpec)).To(BeTrue())
+	g.Expect(s.Installed(ctx, TenantControlPlaneCRD, "v1alpha1")).To(BeTrue())
 	g.Expect(s.Missing(ctx, BackupCRD)).To(BeEmpty())
 
-	// The RestoreJob CRD loses its immutability rule, as Cozystack's own
-	// lacks it: the watch tells at once.
+	// Kamaji's TenantControlPlane CRD stops serving its version: the
+	// watch tells at once.
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: RestoreJobCRD}, crd)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: TenantControlPlaneCRD}, crd)).To(Succeed())
 	before := crd.DeepCopy()
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
 	for _, v := range versions {
-		unstructured.RemoveNestedField(v.(map[string]any), "schema", "openAPIV3Schema", "properties", "spec", "x-kubernetes-validations")
+		v.(map[string]any)["served"] = false
 	}
 	g.Expect(unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")).To(Succeed())
 	g.Expect(env.Client.Patch(ctx, crd, client.MergeFrom(before))).To(Succeed())
-	g.Eventually(func() bool { return s.Serves(ctx, RestoreJobCRD, ImmutableSpec) }).WithTimeout(10 * time.Second).Should(BeFalse())
+	g.Eventually(func() bool { return s.Installed(ctx, TenantControlPlaneCRD, "v1alpha1") }).WithTimeout(10 * time.Second).Should(BeFalse())
 
 	g.Expect(reads.n.Load()).To(BeZero(), "CRDs read on demand")
 }

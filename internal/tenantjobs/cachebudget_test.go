@@ -30,7 +30,7 @@ func TestTheJobCacheKeepsTheDriversJobsWhole(t *testing.T) {
 			Restore: obj, Rollback: &obj, LiveRevision: 1 << 62, Deadline: 10 * time.Minute, CAPEM: ca})
 		inspectionJob := inspection.Build(inspection.Spec{Namespace: long(63), BackupName: long(253), BackupUID: "uid-2", Image: long(255),
 			Object: obj, Deadline: 10 * time.Minute, CAPEM: ca})
-		rehearsalJob := rehearsal.Build(rehearsal.Spec{JobName: rehearsal.NewName(), Namespace: long(63), RestoreJobName: long(253),
+		rehearsalJob := rehearsal.Build(rehearsal.Spec{JobName: tenantjobs.KeyedName("etcd-rehearsal-", []byte(long(32)), "etcd-backup-driver rehearsal job", "uid-3"), Namespace: long(63), RestoreJobName: long(253),
 			RestoreJobUID: "uid-3", Image: long(255), Object: obj, LiveRevision: 1 << 62, Deadline: 30 * time.Minute, CAPEM: ca},
 			metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: long(253), UID: "uid-3"})
 		trim := cachetrim.Job(tenantjobs.CacheBudget(len(ca)), tenantjobs.LabelKeys()...)

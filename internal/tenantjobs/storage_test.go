@@ -31,7 +31,7 @@ func TestEveryTenantJobRequestsTheEphemeralStorageItUses(t *testing.T) {
 		Restore: obj, Rollback: &obj, LiveRevision: 5000, Deadline: 10 * time.Minute})
 	inspectionJob := inspection.Build(inspection.Spec{Namespace: "tenant", BackupName: "b1", BackupUID: "uid-2", Image: "driver:v1",
 		Object: obj, Deadline: 10 * time.Minute})
-	rehearsalJob := rehearsal.Build(rehearsal.Spec{JobName: rehearsal.NewName(), Namespace: "tenant", RestoreJobName: "rj",
+	rehearsalJob := rehearsal.Build(rehearsal.Spec{JobName: "etcd-rehearsal-x", Namespace: "tenant", RestoreJobName: "rj",
 		RestoreJobUID: "uid-3", Image: "driver:v1", Object: obj, LiveRevision: 1500, Deadline: 30 * time.Minute},
 		metav1.OwnerReference{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: "rj", UID: "uid-3"})
 

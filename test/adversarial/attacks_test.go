@@ -303,20 +303,6 @@ func TestMismatchedApplicationIsRefused(t *testing.T) {
 	tn.Untouched(before)
 }
 
-// A RestoreJob's spec cannot change under a running restore.
-func TestRestoreJobSpecIsImmutable(t *testing.T) {
-	tn := plat.NewTenant(t, "tenant")
-	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: tn.NS, Name: "restore"},
-		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "a"}}}
-	tn.Create(rj)
-	// A merge patch, so the driver's own writes (its finalizer) cannot
-	// turn the answer into a conflict.
-	patch := client.MergeFrom(rj.DeepCopy())
-	rj.Spec.BackupRef.Name = "b"
-	err := env.Client.Patch(tn.Ctx, rj, patch)
-	tn.G.Expect(err).To(MatchError(ContainSubstring("spec is immutable")))
-}
-
 func condition(rj *backupsv1alpha1.RestoreJob, typ string) *metav1.Condition {
 	return conditionIn(rj.Status.Conditions, typ)
 }

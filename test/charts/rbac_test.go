@@ -127,17 +127,12 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	// its name (internal/servedschema), and no other CRD.
 	crds := &unstructured.UnstructuredList{}
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	byName := client.MatchingFields{"metadata.name": servedschema.RestoreJobCRD}
-	g.Expect(sa.List(ctx, crds, byName)).To(Succeed(), "list the RestoreJob CRD by name")
-	crdWatch, err := sa.Watch(ctx, crds, byName)
-	g.Expect(err).NotTo(HaveOccurred(), "watch the RestoreJob CRD by name")
-	crdWatch.Stop()
-	for _, name := range []string{servedschema.TenantControlPlaneCRD, servedschema.DataStoreCRD} {
-		// Kamaji's, followed so that a platform without Kamaji costs no
-		// discovery request per restore, and one that adds it is seen.
-		kamaji := client.MatchingFields{"metadata.name": name}
-		g.Expect(sa.List(ctx, crds, kamaji)).To(Succeed(), "list CRD %s by name", name)
-		w, err := sa.Watch(ctx, crds, kamaji)
+	for _, name := range []string{servedschema.BackupCRD, servedschema.TenantControlPlaneCRD, servedschema.DataStoreCRD} {
+		// Kamaji's are followed so that a platform without Kamaji costs
+		// no discovery request per restore, and one that adds it is seen.
+		byName := client.MatchingFields{"metadata.name": name}
+		g.Expect(sa.List(ctx, crds, byName)).To(Succeed(), "list CRD %s by name", name)
+		w, err := sa.Watch(ctx, crds, byName)
 		g.Expect(err).NotTo(HaveOccurred(), "watch CRD %s by name", name)
 		w.Stop()
 	}

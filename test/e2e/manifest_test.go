@@ -20,6 +20,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
 
 // shopNamespaces are the tenant cluster's namespaces of the test, and how
@@ -99,7 +100,9 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	revBefore := tn.liveRevision()
 	rj := tn.awaitRestore(tn.restoreJob("rehearse-good", good.Name, map[string]any{"dryRun": true}), 3*time.Minute)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
-	rep := rj.Status.Rehearsal
+	rec, ok := rehearsalrecord.Peek(rj)
+	g.Expect(ok).To(BeTrue(), "the driver's record on the dry run")
+	rep := rec.Report
 	g.Expect(rep).NotTo(BeNil())
 	g.Expect(rep.NamespacesReturning).To(ConsistOf("billing", "shop"))
 	g.Expect(rep.NamespacesVanishing).To(BeEmpty())

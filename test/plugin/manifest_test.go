@@ -15,6 +15,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/ebdctl"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
 
 // foreignBackup is a Ready Backup of the Etcd application etcd made by a
@@ -138,10 +139,15 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 		g.Expect(job.Spec.BackupRef.Name).To(Equal("before"))
 		g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "it waits for the rehearsal to end")
 
-		job.Status.Phase, job.Status.Message = backupsv1alpha1.RestoreJobPhaseSucceeded, "rehearsed Backup before in a throwaway etcd"
-		job.Status.Rehearsal = &backupsv1alpha1.RehearsalReport{RevisionBefore: 700, RevisionAfter: 500, KeysBefore: 20, KeysAfter: 28,
+		// The report in the driver's record annotation, then the end.
+		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, KeysBefore: 20, Report: &backupsv1alpha1.RehearsalReport{
+			RevisionBefore: 700, RevisionAfter: 500, KeysBefore: 20, KeysAfter: 28,
 			Resources:           []backupsv1alpha1.CountChange{{Name: "configmaps", Before: 5, After: 12}},
-			NamespacesReturning: []string{"blog", "shop"}, NamespacesVanishing: []string{"api"}}
+			NamespacesReturning: []string{"blog", "shop"}, NamespacesVanishing: []string{"api"}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		job.Annotations = map[string]string{rehearsalrecord.Annotation: string(rec)}
+		g.Expect(sb.Client.Update(ctx, &job)).To(Succeed())
+		job.Status.Phase, job.Status.Message = backupsv1alpha1.RestoreJobPhaseSucceeded, "rehearsed Backup before in a throwaway etcd"
 		g.Expect(sb.Client.Status().Update(ctx, &job)).To(Succeed())
 
 		var r result

@@ -90,7 +90,7 @@ func CRDPaths() []string {
 // Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
 var CozystackCRDs = []string{
 	"backups.cozystack.io_backupclasses.yaml", "backups.cozystack.io_backupjobs.yaml",
-	"backups.cozystack.io_plans.yaml", "strategy.backups.cozystack.io_etcds.yaml",
+	"backups.cozystack.io_plans.yaml", "backups.cozystack.io_restorejobs.yaml", "strategy.backups.cozystack.io_etcds.yaml",
 }
 
 // CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and

@@ -265,6 +265,11 @@ const (
 	// ReasonRehearsalFailed: the rehearsal Job refused the Backup's bytes,
 	// could not boot them, or gave up; the message carries its reason.
 	ReasonRehearsalFailed RestoreReason = "RehearsalFailed"
+	// ReasonRehearsalUnrecorded: a dry run started, but the record of its
+	// start (the annotation etcd-backup-driver.cozystack.io/rehearsal)
+	// could not be written, or is gone or not the driver's when read
+	// back; the live cluster is not counted twice.
+	ReasonRehearsalUnrecorded RestoreReason = "RehearsalUnrecorded"
 	// ReasonRehearsing: the rehearsal Job runs (not terminal).
 	ReasonRehearsing RestoreReason = "Rehearsing"
 	// ReasonRehearsalQueued: the dry run waits for a rehearsal slot

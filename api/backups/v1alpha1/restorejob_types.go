@@ -59,19 +59,13 @@ type RestoreJobSpec struct {
 	// the Backup's own application.
 	// +optional
 	TargetApplicationRef *TypedLocalObjectReference `json:"targetApplicationRef,omitempty"`
-	// Options are driver-specific. The Etcd driver reads
-	// restoreTimeoutSeconds (int, at most 86400), safetySnapshot (bool),
-	// dryRun (bool: rehearse instead of restoring; see status.rehearsal),
-	// verify ("Full", the default: download and check the snapshot's
-	// sha256 and etcd integrity trailer; "Size": only check that it exists
-	// with the recorded size) and rollback (bool, default true: re-create
-	// the cluster from the safety Backup when the restore fails after the
-	// old cluster was deleted).
-	// At most 16 entries.
+	// Options are driver-specific (Cozystack's CRD preserves them as they
+	// are); the Etcd driver reads them only through
+	// internal/restoreoptions, which refuses what it does not know:
+	// restoreTimeoutSeconds, safetySnapshot, dryRun (rehearse instead of
+	// restoring), verify, rollback, bumpRevision, fenceControlPlanes.
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Type=object
-	// +kubebuilder:validation:MaxProperties=16
 	Options *runtime.RawExtension `json:"options,omitempty"`
 }
 
@@ -91,31 +85,27 @@ type RestoreJobStatus struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Conditions; Ready carries a typed reason while waiting and at the end.
+	// A dry run's report is in the driver's annotation
+	// (internal/rehearsalrecord), not here: Cozystack's CRD serves no
+	// status field for it.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Rehearsal is a dry run's report (spec.options.dryRun): what a real
-	// restore would change. A dry run changes nothing.
-	// +optional
-	Rehearsal *RehearsalReport `json:"rehearsal,omitempty"`
 }
 
-// RestoreJob is a request to restore an application from a Backup.
+// RestoreJob is a request to restore an application from a Backup. Its CRD
+// is Cozystack's, as pinned in config/crd/upstream/cozystack (the Makefile's
+// COZYSTACK_CRDS): this type mirrors exactly the fields it serves
+// (test/crdmirror), so nothing is generated from it.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:metadata:annotations="options.cozystack.io/source.backupRef.name=backup"
-// +kubebuilder:metadata:annotations="options.cozystack.io/source.targetApplicationRef.kind=appkind"
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Backup",type=string,JSONPath=`.spec.backupRef.name`
-// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type RestoreJob struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// Spec is the request. It is immutable: a restore in flight acts on
-	// what it was asked when it started.
-	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable; delete the RestoreJob and create a new one"
+	// Spec is the request. Cozystack's CRD lets it change at any time;
+	// whether the job is a restore or a dry run is settled when it starts
+	// (restoreoptions.KindOf).
 	Spec RestoreJobSpec `json:"spec,omitempty"`
 	// Status is the driver's report.
 	Status RestoreJobStatus `json:"status,omitempty"`

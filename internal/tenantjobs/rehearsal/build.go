@@ -33,7 +33,8 @@ const (
 // Spec is what a rehearsal Job is built from: facts the driver verified
 // (the Backup's object, size and sha256), never tenant input.
 type Spec struct {
-	// JobName is NewName's.
+	// JobName is keyed (the controller's jobName): no one but the driver
+	// can name a Job so.
 	JobName        string
 	Namespace      string
 	RestoreJobName string
@@ -52,10 +53,6 @@ type Spec struct {
 	AllowHTTP            bool
 	CAPEM                string
 }
-
-// NewName is a fresh rehearsal Job name no one can guess:
-// "etcd-rehearsal-" and 12 random characters (60 bits).
-func NewName() string { return tenantjobs.RandomName("etcd-rehearsal-") }
 
 // Labels mark the Job and its Pods as a dry run's rehearsal.
 func Labels(restoreJobUID string) map[string]string {
@@ -78,7 +75,10 @@ func (s Spec) Options() step.Options {
 	return o
 }
 
-// Build returns the Job of s, controlled by the RestoreJob owner.
+// Build returns the Job of s, controlled by the RestoreJob owner, so that
+// deleting the RestoreJob deletes it and the Job's events wake it. The
+// owner reference proves nothing (a tenant can copy it): the driver knows
+// its Job by its keyed name and tenantjobs.Mine.
 func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 	owner.Controller, owner.BlockOwnerDeletion = ptr(true), ptr(true)
 	pod := tenantjobs.Pod{

@@ -65,6 +65,11 @@ func newReport(now *backupsv1alpha1.BackupManifest, revisionBefore int64, r step
 	return rep
 }
 
+// countsLost is summary's liveUnread for a rehearsal whose live counts a
+// driver restart lost: they are not read again.
+const countsLost = "the live counts by resource were lost with a driver restart and the live cluster is not counted twice, " +
+	"so only the revision and the key count now are compared"
+
 // summary says in one sentence what a restore would change, e.g. "a
 // restore would bring back namespaces a, b; pods 12 → 30; revision 1500 →
 // 11500".
@@ -93,7 +98,9 @@ func summary(rep backupsv1alpha1.RehearsalReport, liveUnread string) string {
 		parts = append(parts, fmt.Sprintf("revision → %d", rep.RevisionAfter))
 	}
 	msg := "the Backup booted and read back (" + fmt.Sprint(rep.KeysAfter) + " keys); a restore would: " + strings.Join(parts, "; ")
-	if liveUnread != "" {
+	if liveUnread == countsLost {
+		msg += "; " + countsLost
+	} else if liveUnread != "" {
 		msg += "; the live cluster could not be read (" + liveUnread + "), so nothing is compared with it and the revision was raised by etcd's blind bump"
 	} else if len(rep.Resources) == 0 && len(rep.NamespacesReturning) == 0 && len(rep.NamespacesVanishing) == 0 {
 		msg += "; no object counts change"

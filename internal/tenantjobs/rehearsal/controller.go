@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
-// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs/status,verbs=get;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=strategypolicies,verbs=get;list;watch
@@ -36,8 +36,8 @@ type CensusReader interface {
 
 // Reconciler drives dry-run RestoreJobs of the Etcd strategy.
 type Reconciler struct {
-	// Client writes: the RestoreJob's status, the Job, the Backup's
-	// status.lastRehearsal.
+	// Client writes: the RestoreJob's status and record annotation, the
+	// Job, the Backup's status.lastRehearsal.
 	Client ctrl.Client
 	// Reader is the manager's cache (RestoreJobs, Backups, strategies,
 	// EtcdClusters).

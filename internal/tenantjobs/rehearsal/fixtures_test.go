@@ -24,6 +24,8 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -213,6 +215,22 @@ func readyOf(rj *backupsv1alpha1.RestoreJob) metav1.Condition {
 		}
 	}
 	return metav1.Condition{}
+}
+
+// reportOf is rj's report, from the driver's record on it (verified).
+func reportOf(t *testing.T, rj *backupsv1alpha1.RestoreJob) *backupsv1alpha1.RehearsalReport {
+	t.Helper()
+	rec, ok, ignored, err := rehearsalrecord.Read(context.Background(), testKeys, rj)
+	if err != nil || !ok || rec.Report == nil {
+		t.Fatalf("no report recorded on RestoreJob %s/%s (err %v, ignored %q): %v", rj.Namespace, rj.Name, err, ignored, rj.Annotations)
+	}
+	return rec.Report
+}
+
+// keyedJobName is the rehearsal Job's name for rj.
+func keyedJobName(rj *backupsv1alpha1.RestoreJob) string {
+	_, key, _ := testKeys.Active(context.Background())
+	return tenantjobs.KeyedName("etcd-rehearsal-", key, "etcd-backup-driver rehearsal job", rj.UID)
 }
 
 func changeOf(rep *backupsv1alpha1.RehearsalReport, name string) *backupsv1alpha1.CountChange {

@@ -37,10 +37,6 @@ type slots struct {
 	admitted map[string]bool // by memoKey
 }
 
-// started reports whether rj's rehearsal has started (its start is
-// recorded): from then on it holds a slot until it ends.
-func started(rj *backupsv1alpha1.RestoreJob) bool { return rj.Status.Rehearsal != nil }
-
 // waitingDryRun reports whether rj is a dry run that has not ended.
 func waitingDryRun(rj *backupsv1alpha1.RestoreJob) bool {
 	return restoreoptions.IsDryRun(rj) && !rj.Status.Phase.IsTerminal() && rj.DeletionTimestamp.IsZero()

@@ -21,6 +21,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -78,8 +79,7 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	ready := readyOf(rj)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "%s: %s", ready.Reason, rj.Status.Message)
 	g.Expect(ready.Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsed)))
-	rep := rj.Status.Rehearsal
-	g.Expect(rep).NotTo(BeNil())
+	rep := reportOf(t, rj)
 	g.Expect(rep.NamespacesReturning).To(Equal([]string{"b", "c"}))
 	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
 	g.Expect(changeOf(rep, "pods")).To(Equal(&backupsv1alpha1.CountChange{Name: "pods", Before: 5, After: 9}))
@@ -115,7 +115,9 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1))
 	g.Expect(jobs.Items[0].Spec.Template.Spec.Containers[0].Args).To(ContainElement(fmt.Sprintf("--revision-floor=%d", liveRev)))
+	g.Expect(jobs.Items[0].Name).To(Equal(keyedJobName(rj)))
 	g.Expect(metav1.GetControllerOf(&jobs.Items[0]).UID).To(Equal(rj.UID))
+	g.Expect(censusesOf(ns)).To(Equal(int32(1)), "censuses of the live cluster")
 
 	// The Backup records it; its signature still verifies.
 	got := &backupsv1alpha1.Backup{}
@@ -205,7 +207,7 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 
 	done := waitEnd(t, ns, "rehearse")
 	g.Expect(done.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), done.Status.Message)
-	rep := done.Status.Rehearsal
+	rep := reportOf(t, done)
 	g.Expect(rep.KeysAfter).To(Equal(int64(13)), "the report is the driver's Job's, not the look-alike's")
 	g.Expect(rep.NamespacesReturning).NotTo(ContainElement("forged"))
 	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
@@ -243,10 +245,10 @@ func TestDeletedJobEndsTheDryRun(t *testing.T) {
 
 // A driver restarted while the rehearsal Job runs has lost what it held in
 // memory (the Job it made, the live counts): it finds its Job again from
-// the RestoreJob's status alone (the label, the controller reference and
-// the template rebuilt with the recorded live revision) and reports,
-// without counting the live cluster a second time (issue 37, items 4 and
-// 9): the message says the counts were lost.
+// its keyed name and the template rebuilt with the live revision its
+// record holds, and reports without counting the live cluster a second
+// time (issue 37, items 4 and 9): the revision and key count now are in
+// the record; the counts by resource are lost, which the message says.
 func TestRestartedDriverFindsItsJobAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -271,9 +273,13 @@ func TestRestartedDriverFindsItsJobAgain(t *testing.T) {
 
 	rj = waitEnd(t, ns, "rehearse")
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
-	g.Expect(rj.Status.Rehearsal.RevisionBefore).NotTo(BeZero(), "the start's revision, from the status")
+	rep := reportOf(t, rj)
+	g.Expect(rep.KeysBefore).To(Equal(int64(9)))
+	g.Expect(rep.KeysAfter).To(Equal(int64(13)))
+	g.Expect(rep.RevisionBefore).To(BeNumerically(">", 0))
+	g.Expect(rep.NamespacesReturning).To(BeEmpty(), "the counts by resource were lost, not read again")
 	g.Expect(rj.Status.Message).To(ContainSubstring("lost with a driver restart"))
-	g.Expect(censusesOf(ns)).To(Equal(int32(1)), "the live cluster is not counted twice")
+	g.Expect(censusesOf(ns)).To(Equal(int32(1)), "censuses of the live cluster")
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(ns))).To(Succeed())
 	g.Expect(jobs.Items).To(HaveLen(1), "no second Job")
 }
@@ -340,7 +346,9 @@ func TestACensusInFlightHoldsUpNoOtherTenant(t *testing.T) {
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
 	for _, ns := range stalled {
 		g.Expect(k.Get(ctx, client.ObjectKey{Namespace: ns, Name: "rehearse"}, rj)).To(Succeed())
-		g.Expect(rj.Status.Phase).To(BeEmpty(), "%s is still counting", ns)
+		// Started (Running) and still counting: nothing recorded yet.
+		g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseRunning), "%s is still counting", ns)
+		g.Expect(rj.Annotations).NotTo(HaveKey(rehearsalrecord.Annotation), "%s is still counting", ns)
 	}
 
 	once.Do(func() { close(release) })

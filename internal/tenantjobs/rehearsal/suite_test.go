@@ -55,6 +55,30 @@ var (
 
 var testKeys = provenance.StaticKeys{ActiveID: "t1", Keys: map[string][]byte{"t1": []byte(strings.Repeat("k", 32))}}
 
+// driverKeys is the driver's keyring: testKeys, until a test rotates it
+// to t2 (the old key still verifies, as in the driver's keyring).
+var driverKeys = &rotatingKeys{}
+
+type rotatingKeys struct{ rotated atomic.Bool }
+
+var rotatedKeys = provenance.StaticKeys{ActiveID: "t2", Keys: map[string][]byte{
+	"t1": testKeys.Keys["t1"], "t2": []byte(strings.Repeat("r", 32))}}
+
+func (k *rotatingKeys) current() provenance.StaticKeys {
+	if k.rotated.Load() {
+		return rotatedKeys
+	}
+	return testKeys
+}
+
+func (k *rotatingKeys) Active(ctx context.Context) (string, []byte, error) {
+	return k.current().Active(ctx)
+}
+
+func (k *rotatingKeys) Lookup(ctx context.Context, id string) ([]byte, error) {
+	return rotatedKeys.Lookup(ctx, id)
+}
+
 const (
 	testBucket = "bkt"
 	testPrefix = "tenant/etcd/"
@@ -97,8 +121,8 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		r := &Reconciler{
-			Client: mgr.GetClient(), Reader: mgr.GetClient(), LiveReader: mgr.GetAPIReader(),
-			Recorder: mgr.GetEventRecorder("etcd-rehearsal"), Keys: testKeys, Policy: policy, Image: testImage,
+			Client: recordFaults{mgr.GetClient()}, Reader: mgr.GetClient(), LiveReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("etcd-rehearsal"), Keys: driverKeys, Policy: policy, Image: testImage,
 			Census: plainCensus{}, AllowedEndpointCIDRs: testenv.LoopbackCIDRs, Deadline: 10 * time.Minute,
 		}
 		if err := r.SetupWithManager(mgr, controller.Options{MaxConcurrentReconciles: 2}); err != nil {
