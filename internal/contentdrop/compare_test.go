@@ -49,7 +49,7 @@ func TestCompare(t *testing.T) {
 			ks("/registry", []string{"default"}, oc("pods", 2), oc("configmaps", 2)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}, want: []string{"pods in /registry: 40 → 2", "configmaps in /registry: 20 → 2", "namespaces gone from /registry: a, b"}},
-		{name: "one namespace tolerated", th: Thresholds{50, 5, 1}, cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "one namespace tolerated", th: Thresholds{50, 5, 1, nil}, cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"b", "default"}, oc("pods", 40), oc("configmaps", 20), oc("secrets", 4)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}},
@@ -60,7 +60,7 @@ func TestCompare(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			th := tc.th
-			if th == (Thresholds{}) {
+			if th.MinDroppedObjects == 0 {
 				th = def
 			}
 			drops := Compare(base, tc.cur, th)
