@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strings"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -73,7 +73,7 @@ func (d Drop) String() string {
 // list is gone only when cur's list proves it (manifest.Compare's rule):
 // one cut from a list, to the manifest's bounds or to fit the inspection's
 // report, is not known to have dropped and is not reported.
-func Compare(prev, cur *backupsv1alpha1.BackupManifest, t Thresholds) []Drop {
+func Compare(prev, cur *driverv1alpha1.BackupManifest, t Thresholds) []Drop {
 	var drops []Drop
 	for _, k := range manifest.Compare(prev, cur) {
 		if !k.InFrom || k.ObjectsTo == nil {

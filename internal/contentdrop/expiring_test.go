@@ -3,7 +3,6 @@ package contentdrop
 import (
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
@@ -14,10 +13,10 @@ import (
 // manifest still counts them (the comparison reads them), and a policy
 // whose list is empty checks them like any other resource.
 func TestExpiringResourcesAreNoDrop(t *testing.T) {
-	before := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+	before := &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 		ks("/registry", []string{"default", "shop"}, oc("events", 40), oc("pods", 20), oc("leases", 12), oc("masterleases", 3)),
 	}}
-	quiet := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+	quiet := &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 		ks("/registry", []string{"default", "shop"}, oc("events", 3), oc("pods", 20), oc("leases", 2), oc("masterleases", 1)),
 	}}
 	if drops := Compare(before, quiet, ThresholdsOf(strategypolicy.Effective("etcd-s3", nil).Inspection)); len(drops) != 0 {
@@ -32,7 +31,7 @@ func TestExpiringResourcesAreNoDrop(t *testing.T) {
 	}
 
 	// Pods still drop beside expiring events.
-	wiped := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+	wiped := &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 		ks("/registry", []string{"default", "shop"}, oc("events", 3), oc("pods", 2), oc("leases", 2), oc("masterleases", 1)),
 	}}
 	drops = Compare(before, wiped, ThresholdsOf(strategypolicy.Effective("etcd-s3", nil).Inspection))

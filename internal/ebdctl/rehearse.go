@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // rehearsalResult prints how a dry-run RestoreJob ended and its report.
@@ -27,7 +28,7 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 }
 
 // printRehearsal writes what a real restore would change.
-func printRehearsal(w io.Writer, r *backupsv1alpha1.RehearsalReport) error {
+func printRehearsal(w io.Writer, r *driverv1alpha1.RehearsalReport) error {
 	if r == nil {
 		_, err := fmt.Fprintln(w, "No rehearsal report.")
 		return err

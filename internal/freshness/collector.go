@@ -18,6 +18,7 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/hashcron"
@@ -191,7 +192,7 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		switch {
 		case v.ok:
 			st.verified++
-			if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+			if _, held := b.Annotations[driverv1alpha1.ContentDropHoldAnnotation]; held {
 				st.held++
 			}
 			if v.takenAt.After(st.newest) {

@@ -12,6 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // counts is the verified/unverified series of tenant-a/etcd as text.
@@ -70,9 +71,9 @@ func TestVerdictsAreAskedAgainWhenTheKeysChange(t *testing.T) {
 func TestHeldBackupsAreCounted(t *testing.T) {
 	g := NewWithT(t)
 	held := backup("tenant-a", "a", "etcd", 2*time.Hour, 1)
-	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b"}
+	held.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "b"}
 	forged := backup("tenant-a", "f", "etcd", 3*time.Hour, 1)
-	forged.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b"}
+	forged.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "b"}
 	verify := func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		if b.Name == "f" {
 			return time.Time{}, false, nil
@@ -86,7 +87,7 @@ func TestHeldBackupsAreCounted(t *testing.T) {
 # TYPE etcd_backup_driver_backups_held_for_content_drop gauge
 etcd_backup_driver_backups_held_for_content_drop{application="etcd",namespace="tenant-a"} 1
 `), MetricHeld)).To(Succeed())
-	delete(held.Annotations, backupsv1alpha1.ContentDropHoldAnnotation)
+	delete(held.Annotations, driverv1alpha1.ContentDropHoldAnnotation)
 	held.ResourceVersion = "2"
 	g.Expect(testutil.CollectAndCount(c, MetricHeld)).To(BeZero(), "the series stays after the hold is released")
 }

@@ -157,7 +157,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	r := &inspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
-		MaxJobs: o.MaxInspectionJobs, Schema: d.schema,
+		MaxJobs: o.MaxInspectionJobs,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

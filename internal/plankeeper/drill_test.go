@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
@@ -67,7 +68,7 @@ func endDrill(g Gomega, rj *backupsv1alpha1.RestoreJob, phase backupsv1alpha1.Re
 	rj.Status.Phase, rj.Status.Message = phase, msg
 	rj.Status.CompletedAt = &metav1.Time{Time: at}
 	if phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
-		rj.Status.Rehearsal = &backupsv1alpha1.RehearsalReport{RevisionAfter: 42, KeysAfter: 7}
+		rj.Status.Rehearsal = &driverv1alpha1.RehearsalReport{RevisionAfter: 42, KeysAfter: 7}
 	}
 	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
 }

@@ -1,12 +1,13 @@
-// Package servedschema tells which of the driver's optional API fields the
-// installed CRDs serve, and whether the optional kinds it works with
-// (Kamaji's) are installed at all. The driver's CRDs are a superset of
-// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io
-// CRDs, fields such as a Backup's status.manifest are pruned on write, so
-// the driver never sees them. (The Etcd strategy and the Plan are
-// Cozystack's own CRDs everywhere: the driver's settings for them live in
-// its StrategyPolicy and in Plan annotations.) Controllers ask here, and say so (a condition, an Event) instead of
-// silently behaving as if the setting had not been made.
+// Package servedschema tells what the installed CRDs serve that the driver
+// cannot take for granted: whether a RestoreJob's spec is immutable (the
+// driver's RestoreJob CRD makes it so, Cozystack's does not), and whether
+// the optional kinds it works with (Kamaji's) are installed at all. (The
+// Etcd strategy, the Plan and the Backup are Cozystack's own CRDs
+// everywhere: the driver reads and writes no field they do not serve; its
+// settings live in its StrategyPolicy and in Plan annotations, its records
+// on a Backup in status.underlyingResources.) Controllers ask here, and
+// say so (a condition, an Event) instead of silently behaving as if the
+// setting had not been made.
 package servedschema
 
 import (
@@ -23,11 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// CRDs the driver checks, and the optional fields of each it relies on.
-const (
-	RestoreJobCRD = "restorejobs.backups.cozystack.io"
-	BackupCRD     = "backups.backups.cozystack.io"
-)
+// The CRD the driver checks for the rule it relies on.
+const RestoreJobCRD = "restorejobs.backups.cozystack.io"
 
 // Kamaji's CRDs: optional kinds. Without them there is no control plane to
 // fence; a restore asks Installed instead of the API server's discovery,
@@ -37,16 +35,10 @@ const (
 	DataStoreCRD          = "datastores.kamaji.clastix.io"
 )
 
-// Optional lists, per CRD, the driver's own fields (dotted paths in the
-// schema) that Cozystack's CRDs lack.
-var Optional = map[string][]string{
-	BackupCRD: {"status.manifest", "status.lastRehearsal"},
-}
-
 // ImmutableSpec is the pseudo-field for "spec has the self == oldSelf rule".
 const ImmutableSpec = "spec (immutable)"
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=restorejobs.backups.cozystack.io;backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=restorejobs.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
@@ -77,15 +69,14 @@ type readCRD struct {
 
 // answer is what the driver keeps of one CRD.
 type answer struct {
-	// missing are the optional fields it lacks.
+	// missing are the rules it lacks (ImmutableSpec).
 	missing []string
 	// served are the versions it serves (none: not installed).
 	served []string
 }
 
-// Missing returns the optional fields crd does not serve (nil when it
-// serves them all, or when the CRD cannot be read: the driver then assumes
-// its own schema).
+// Missing returns the rules crd lacks (nil when it has them all, or when
+// the CRD cannot be read: the driver then assumes its own schema).
 func (s *Schema) Missing(ctx context.Context, crd string) []string {
 	return s.answerFor(ctx, crd).missing
 }
@@ -208,26 +199,16 @@ func established(crd *unstructured.Unstructured) bool {
 	return false
 }
 
-// missingOf lists what crd (nil: not installed) lacks of name's optional
-// fields.
+// missingOf lists the rules crd (nil: not installed) lacks.
 func missingOf(name string, crd *unstructured.Unstructured) []string {
-	if crd == nil {
+	if crd == nil || name != RestoreJobCRD {
 		return nil
 	}
 	root, ok := storageSchema(crd)
-	if !ok {
+	if !ok || immutableSpec(root) {
 		return nil
 	}
-	var out []string
-	for _, field := range Optional[name] {
-		if !serves(root, field) {
-			out = append(out, field)
-		}
-	}
-	if name == RestoreJobCRD && !immutableSpec(root) {
-		out = append(out, ImmutableSpec)
-	}
-	return out
+	return []string{ImmutableSpec}
 }
 
 // storageSchema is the openAPIV3Schema of crd's storage version.
@@ -242,19 +223,6 @@ func storageSchema(crd *unstructured.Unstructured) (map[string]any, bool) {
 		return root, ok
 	}
 	return nil, false
-}
-
-// serves walks a dotted path through properties.
-func serves(node map[string]any, path string) bool {
-	for _, part := range strings.Split(path, ".") {
-		props, _ := node["properties"].(map[string]any)
-		next, ok := props[part].(map[string]any)
-		if !ok {
-			return false
-		}
-		node = next
-	}
-	return true
 }
 
 func immutableSpec(root map[string]any) bool {

@@ -44,7 +44,7 @@ func (s *Schema) Start(ctx context.Context) error {
 func (s *Schema) NeedLeaderElection() bool { return false }
 
 // checked are the CRDs Start watches.
-var checked = []string{RestoreJobCRD, BackupCRD, TenantControlPlaneCRD, DataStoreCRD}
+var checked = []string{RestoreJobCRD, TenantControlPlaneCRD, DataStoreCRD}
 
 // A broken watch lists again after watchRetry, doubled at each failure
 // in a row up to refresh (when a lazy read would be made anyway).

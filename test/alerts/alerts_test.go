@@ -140,7 +140,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	// A later Backup of tenant-fresh dropped content: the driver holds
 	// this one from retention.
 	held := etcdBackup("tenant-fresh", "before-drop", end.Add(-5*time.Hour), nil)
-	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "recent"}
+	held.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "recent"}
 	create(held)
 	// Two Plans drill (yearly, so no drill starts here): "never" has had
 	// no successful rehearsal within its window of an hour since it was

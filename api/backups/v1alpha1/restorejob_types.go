@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // RestoreJobPhase is the coarse lifecycle of a RestoreJob.
@@ -96,7 +98,7 @@ type RestoreJobStatus struct {
 	// Rehearsal is a dry run's report (spec.options.dryRun): what a real
 	// restore would change. A dry run changes nothing.
 	// +optional
-	Rehearsal *RehearsalReport `json:"rehearsal,omitempty"`
+	Rehearsal *driverv1alpha1.RehearsalReport `json:"rehearsal,omitempty"`
 }
 
 // RestoreJob is a request to restore an application from a Backup.

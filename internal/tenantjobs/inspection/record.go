@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
@@ -64,7 +66,7 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 		Reason: backupsv1alpha1.BackupReasonContentUnchanged, Message: "no earlier inspected Backup of this application and plan to compare with"}
 	var drops []contentdrop.Drop
 	if prev != nil {
-		drops = contentdrop.Compare(prev.Status.Manifest, m, contentdrop.ThresholdsOf(p.Inspection))
+		drops = contentdrop.Compare(artifact.Manifest(prev), m, contentdrop.ThresholdsOf(p.Inspection))
 		drop.Message = "compared with Backup " + prev.Name + ": nothing dropped beyond the strategy's thresholds"
 	}
 	if len(drops) > 0 {
@@ -73,10 +75,12 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 		}
 		drop.Status, drop.Reason = metav1.ConditionTrue, backupsv1alpha1.BackupReasonContentDropped
 		drop.Message = textlimit.Message(contentdrop.Message(drops, prev.Name) +
-			"; Backup " + prev.Name + " is held from retention until its annotation " + backupsv1alpha1.ContentDropHoldAnnotation + " is removed")
+			"; Backup " + prev.Name + " is held from retention until its annotation " + driverv1alpha1.ContentDropHoldAnnotation + " is removed")
 	}
 	before := b.DeepCopy()
-	b.Status.Manifest = m
+	if err := artifact.SetManifest(b, m); err != nil {
+		return err
+	}
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionInspected,
 		Status: metav1.ConditionTrue, Reason: backupsv1alpha1.BackupReasonInspected, Message: textlimit.Message(summary(m))})
 	meta.SetStatusCondition(&b.Status.Conditions, drop)
@@ -93,7 +97,7 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 }
 
 // summary says what a manifest holds in a line.
-func summary(m *backupsv1alpha1.BackupManifest) string {
+func summary(m *driverv1alpha1.BackupManifest) string {
 	parts := []string{fmt.Sprintf("revision %d, %d keys, %d bytes", m.Revision, m.Keys, m.DBSizeBytes)}
 	for _, k := range m.Keyspaces {
 		parts = append(parts, fmt.Sprintf("%s: %d objects in %d namespaces", k.Prefix, k.Objects, k.Namespaces))
@@ -117,7 +121,7 @@ func (r *Reconciler) previousGood(ctx context.Context, b *backupsv1alpha1.Backup
 	var earlier []*backupsv1alpha1.Backup
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.UID != b.UID && backupdeletion.IsEtcdBackup(c) && c.Status.Manifest != nil &&
+		if c.UID != b.UID && backupdeletion.IsEtcdBackup(c) && artifact.Manifest(c) != nil &&
 			meta.IsStatusConditionTrue(c.Status.Conditions, backupsv1alpha1.BackupConditionInspected) &&
 			c.Spec.ApplicationRef.Name == b.Spec.ApplicationRef.Name && planOf(c) == planOf(b) && goodbackup.Newer(b, c) {
 			earlier = append(earlier, c)
@@ -145,13 +149,13 @@ func planOf(b *backupsv1alpha1.Backup) string {
 
 // hold marks prev as kept from retention for the drop in Backup dropped.
 func (r *Reconciler) hold(ctx context.Context, prev *backupsv1alpha1.Backup, dropped string) error {
-	if _, held := prev.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+	if _, held := prev.Annotations[driverv1alpha1.ContentDropHoldAnnotation]; held {
 		return nil
 	}
 	before := prev.DeepCopy()
 	if prev.Annotations == nil {
 		prev.Annotations = map[string]string{}
 	}
-	prev.Annotations[backupsv1alpha1.ContentDropHoldAnnotation] = dropped
+	prev.Annotations[driverv1alpha1.ContentDropHoldAnnotation] = dropped
 	return r.patch(ctx, before, prev)
 }

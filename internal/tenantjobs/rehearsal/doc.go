@@ -13,12 +13,12 @@
 // then reports on the RestoreJob what a real restore would change
 // (status.rehearsal, compared by internal/manifest's one rule for a list
 // that was cut) and records the outcome on the Backup
-// (status.lastRehearsal).
+// (status.underlyingResources.lastRehearsal).
 //
 // A rehearsal changes nothing live: no claim, no safety snapshot, no
 // fence, no HelmRelease suspension, no EtcdCluster write. Its only writes
 // are the RestoreJob's status, the rehearsal Job, the Backup's
-// status.lastRehearsal and Events. internal/restore ignores dry runs. The
+// status.underlyingResources.lastRehearsal and Events. internal/restore ignores dry runs. The
 // Pod has no service account token and no credentials but the bucket's
 // read keys, and works in an emptyDir.
 //

@@ -215,7 +215,7 @@ func readyOf(rj *backupsv1alpha1.RestoreJob) metav1.Condition {
 	return metav1.Condition{}
 }
 
-func changeOf(rep *backupsv1alpha1.RehearsalReport, name string) *backupsv1alpha1.CountChange {
+func changeOf(rep *driverv1alpha1.RehearsalReport, name string) *driverv1alpha1.CountChange {
 	for i := range rep.Resources {
 		if rep.Resources[i].Name == name {
 			return &rep.Resources[i]

@@ -15,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
@@ -188,7 +190,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	now := metav1.NewTime(r.now())
 	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	rj.Status.StartedAt = &now
-	rj.Status.Rehearsal = &backupsv1alpha1.RehearsalReport{RevisionBefore: c.Revision}
+	rj.Status.Rehearsal = &driverv1alpha1.RehearsalReport{RevisionBefore: c.Revision}
 	if c.Counter != nil {
 		rj.Status.Rehearsal.KeysBefore = c.Counter.Keys()
 	}
@@ -216,10 +218,10 @@ func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 		c, unread = r.readLive(ctx, rj.Namespace)
 	}
 	before := rj.Status.Rehearsal.RevisionBefore
-	var now *backupsv1alpha1.BackupManifest
+	var now *driverv1alpha1.BackupManifest
 	if c.Counter != nil && before > 0 {
 		ks, cut := c.Counter.Keyspaces()
-		now = &backupsv1alpha1.BackupManifest{Keys: c.Counter.Keys(), Keyspaces: ks, Truncated: cut}
+		now = &driverv1alpha1.BackupManifest{Keys: c.Counter.Keys(), Keyspaces: ks, Truncated: cut}
 	} else if unread == "" && before == 0 {
 		unread = "it was not readable when the rehearsal started"
 	}
@@ -237,14 +239,14 @@ func (r *Reconciler) fail(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b
 	return r.finish(ctx, rj, b, false, ref.reason, ref.message, rj.Status.Rehearsal)
 }
 
-// finish records the outcome on the Backup (status.lastRehearsal) and
+// finish records the outcome on the Backup (status.underlyingResources.lastRehearsal) and
 // then ends the RestoreJob; a crash between the two records it again.
 func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, ok bool,
-	reason backupsv1alpha1.RestoreReason, msg string, report *backupsv1alpha1.RehearsalReport) error {
+	reason backupsv1alpha1.RestoreReason, msg string, report *driverv1alpha1.RehearsalReport) error {
 	msg = textlimit.Cut(msg, 1024)
 	now := metav1.NewTime(r.now())
 	if b != nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
-		rec := &backupsv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}
+		rec := &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}
 		if err := r.recordOnBackup(ctx, b, rec); err != nil {
 			return err
 		}
@@ -277,10 +279,11 @@ func condition(ok bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// recordOnBackup writes status.lastRehearsal of the Backup (which has no
+// recordOnBackup records rec as the Backup's last rehearsal in its
+// status.underlyingResources (artifact.SetLastRehearsal; the Backup has no
 // status subresource), read live and patched with an optimistic lock:
-// nothing else of it (its spec, its signature) changes.
-func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Backup, rec *backupsv1alpha1.RehearsalRecord) error {
+// nothing else of it (its spec, its signature, its other records) changes.
+func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Backup, rec *driverv1alpha1.RehearsalRecord) error {
 	live := &backupsv1alpha1.Backup{}
 	if err := r.LiveReader.Get(ctx, client.ObjectKeyFromObject(b), live); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -292,7 +295,9 @@ func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Back
 		return nil
 	}
 	base := live.DeepCopy()
-	live.Status.LastRehearsal = rec
+	if err := artifact.SetLastRehearsal(live, rec); err != nil {
+		return err
+	}
 	if err := r.Client.Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal on Backup %s/%s: %w", b.Namespace, b.Name, err)
 	}
