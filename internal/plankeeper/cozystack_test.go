@@ -109,12 +109,16 @@ func TestRetentionAndDrillsWhenCozystackSchedules(t *testing.T) {
 		g.Expect(rec.LastScheduleTime).To(BeNil(), "no scheduler of the driver's ran")
 	}).WithTimeout(20 * time.Second).Should(Succeed())
 
-	conds := getPlan(g, p).Status.Conditions
-	c := meta.FindStatusCondition(conds, backupsv1alpha1.PlanConditionError)
-	g.Expect(c).NotTo(BeNil(), "Cozystack's condition was dropped")
-	g.Expect(c.Reason).To(Equal("CronSpecIsValid"))
-	g.Expect(meta.IsStatusConditionTrue(conds, backupsv1alpha1.PlanConditionPolicyValid)).To(BeTrue())
-	g.Expect(meta.FindStatusCondition(conds, backupsv1alpha1.PlanConditionRehearsalOverdue)).NotTo(BeNil())
+	// The record (metadata) and the conditions (status) are two writes:
+	// the conditions may land a moment after the record.
+	g.Eventually(func(g Gomega) {
+		conds := getPlan(g, p).Status.Conditions
+		c := meta.FindStatusCondition(conds, backupsv1alpha1.PlanConditionError)
+		g.Expect(c).NotTo(BeNil(), "Cozystack's condition was dropped")
+		g.Expect(c.Reason).To(Equal("CronSpecIsValid"))
+		g.Expect(meta.IsStatusConditionTrue(conds, backupsv1alpha1.PlanConditionPolicyValid)).To(BeTrue())
+		g.Expect(meta.FindStatusCondition(conds, backupsv1alpha1.PlanConditionRehearsalOverdue)).NotTo(BeNil())
+	}).WithTimeout(20 * time.Second).Should(Succeed())
 
 	// Cozystack writes its condition again (a full update, as its
 	// controller does); the driver's conditions and record stay.
@@ -124,7 +128,7 @@ func TestRetentionAndDrillsWhenCozystackSchedules(t *testing.T) {
 	g.Expect(env.Client.Status().Update(ctx, cur)).To(Succeed())
 	annotate(g, p, map[string]string{planpolicy.RetentionKeepLast: "1"})
 	g.Eventually(func() []string { return backupNames(g, ns) }).WithTimeout(20 * time.Second).Should(ConsistOf(newest))
-	conds = getPlan(g, p).Status.Conditions
+	conds := getPlan(g, p).Status.Conditions
 	g.Expect(meta.FindStatusCondition(conds, backupsv1alpha1.PlanConditionError).Reason).To(Equal("CronSpecIsInvalid"))
 	g.Expect(meta.IsStatusConditionTrue(conds, backupsv1alpha1.PlanConditionPolicyValid)).To(BeTrue())
 	g.Expect(getPlan(g, p).Annotations).To(HaveKey(planrecord.Annotation))

@@ -33,6 +33,11 @@ const (
 	// DrillWindow: how long the application may go without a successful
 	// rehearsal before RehearsalOverdue (a Go duration; default 192h).
 	DrillWindow = Prefix + "drill-window"
+	// PointInTime ("true"): capture every change of the Plan's
+	// application after its newest good Backup, so a restore can go to
+	// any second since (within the platform's StrategyPolicy
+	// spec.pointInTime; docs/point-in-time.md).
+	PointInTime = Prefix + "point-in-time"
 
 	// Suspend ("true"): the driver's scheduler starts no runs and no drills.
 	Suspend = Prefix + "suspend"
@@ -53,7 +58,7 @@ const (
 // Settings lists every annotation this package reads, in the order
 // messages name them.
 var Settings = []string{
-	RetentionKeepLast, RetentionMaxAge, DrillSchedule, DrillWindow,
+	RetentionKeepLast, RetentionMaxAge, DrillSchedule, DrillWindow, PointInTime,
 	Suspend, ConcurrencyPolicy, StartingDeadlineSeconds, SuccessfulJobsHistoryLimit, FailedJobsHistoryLimit,
 }
 

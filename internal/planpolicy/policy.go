@@ -100,8 +100,11 @@ func (p Problem) String() string {
 type Policy struct {
 	Retention Retention
 	// Drill is nil when the Plan asks for none.
-	Drill     *Drill
-	Scheduler Scheduler
+	Drill *Drill
+	// PointInTime: the Plan asks for its application's changes to be
+	// captured (whether the platform allows it is the StrategyPolicy's).
+	PointInTime bool
+	Scheduler   Scheduler
 	// Problems are the annotations that did not parse: none of them applies.
 	Problems []Problem
 	// Notes say where a bound or an admin's default replaced what the Plan
@@ -118,6 +121,7 @@ func Parse(annotations map[string]string, plan Plan, bounds Bounds) Policy {
 	p := Policy{}
 	p.Retention = r.retention(bounds)
 	p.Drill = r.drill(plan)
+	p.PointInTime = r.flag(PointInTime)
 	p.Scheduler = r.scheduler()
 	p.Problems, p.Notes = r.problems, r.notes
 	return p
@@ -218,12 +222,7 @@ func (r *reader) scheduler() Scheduler {
 		KeepSucceeded:    DefaultSuccessfulJobsHistoryLimit,
 		KeepFailed:       DefaultFailedJobsHistoryLimit,
 	}
-	if v, ok := r.annotations[Suspend]; ok {
-		s.Suspend = Suspended(r.annotations)
-		if !s.Suspend && v != "false" {
-			r.problem(Suspend, v, `"true" or "false"`)
-		}
-	}
+	s.Suspend = r.flag(Suspend)
 	if v, ok := r.annotations[ConcurrencyPolicy]; ok {
 		switch Concurrency(v) {
 		case Forbid, Allow:
@@ -244,6 +243,16 @@ func (r *reader) scheduler() Scheduler {
 // scheduler (and its drills): exactly "true".
 func Suspended(annotations map[string]string) bool {
 	return annotations[Suspend] == "true"
+}
+
+// flag reads an on/off setting: exactly "true" is on; "false" or no
+// annotation is off; anything else is off and a problem.
+func (r *reader) flag(annotation string) bool {
+	v, ok := r.annotations[annotation]
+	if ok && v != "true" && v != "false" {
+		r.problem(annotation, v, `"true" or "false"`)
+	}
+	return v == "true"
 }
 
 // maxDeadlineSeconds (ten years) keeps a starting deadline a Duration.
@@ -295,6 +304,8 @@ func (p *Policy) Hold(annotation string) {
 		if p.Drill != nil {
 			p.Drill.Window = DefaultDrillWindow
 		}
+	case PointInTime:
+		p.PointInTime = false
 	case Suspend:
 		p.Scheduler.Suspend = false
 	case ConcurrencyPolicy:

@@ -142,6 +142,22 @@ func TestScheduler(t *testing.T) {
 	}
 }
 
+// Point-in-time capture is on only for exactly "true"; anything but
+// "true" or "false" is a problem and leaves it off, as does Hold.
+func TestPointInTime(t *testing.T) {
+	g := NewWithT(t)
+	for v, want := range map[string]bool{"true": true, "false": false, "": false, "yes": false, "True": false} {
+		p := Parse(map[string]string{PointInTime: v}, plan, Bounds{})
+		g.Expect(p.PointInTime).To(Equal(want), v)
+		g.Expect(p.Valid()).To(Equal(v == "true" || v == "false"), v)
+	}
+	g.Expect(Parse(nil, plan, Bounds{}).PointInTime).To(BeFalse())
+	p := Parse(map[string]string{PointInTime: "true"}, plan, Bounds{})
+	p.Hold(PointInTime)
+	g.Expect(p.PointInTime).To(BeFalse())
+	g.Expect(Reason(PointInTime)).To(Equal("InvalidPointInTime"))
+}
+
 func stringsOrEmpty(s []string) []any {
 	out := []any{}
 	for _, v := range s {

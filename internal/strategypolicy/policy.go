@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,11 @@ const (
 	DefaultMaxResourceDropPercent int32 = 50
 	DefaultMinDroppedObjects      int32 = 5
 	DefaultMaxNamespacesGone      int32 = 0
+
+	DefaultSegmentSeconds  int32 = 10
+	DefaultMaxSegmentBytes int64 = 4 << 20
+	DefaultMaxLagSeconds   int32 = 300
+	DefaultCaptureMemMiB   int32 = 128
 )
 
 // DefaultExpiringResources are the resources whose objects expire on their
@@ -63,6 +69,22 @@ type Policy struct {
 	// Retention is the admin's defaults and bounds for Plans (nil fields:
 	// no default, no bound).
 	Retention driverv1alpha1.Retention
+	// PointInTime is what the admin allows of point-in-time capture.
+	PointInTime PointInTime
+}
+
+// PointInTime is the effective point-in-time settings
+// (driverv1alpha1.PointInTime).
+type PointInTime struct {
+	// Enabled: tenants may turn capture on.
+	Enabled bool
+	// SegmentInterval and MaxSegmentBytes bound a segment.
+	SegmentInterval time.Duration
+	MaxSegmentBytes int64
+	// MaxLag is how far behind now the newest durable change may fall.
+	MaxLag time.Duration
+	// MemoryMiB is the capture container's memory.
+	MemoryMiB int32
 }
 
 // Inspection is the effective inspection settings.
@@ -100,6 +122,12 @@ func Effective(name string, sp *driverv1alpha1.StrategyPolicy) Policy {
 			MaxNamespacesGone:      DefaultMaxNamespacesGone,
 			ExpiringResources:      DefaultExpiringResources(),
 		},
+		PointInTime: PointInTime{
+			SegmentInterval: time.Duration(DefaultSegmentSeconds) * time.Second,
+			MaxSegmentBytes: DefaultMaxSegmentBytes,
+			MaxLag:          time.Duration(DefaultMaxLagSeconds) * time.Second,
+			MemoryMiB:       DefaultCaptureMemMiB,
+		},
 	}
 	if sp == nil {
 		return p
@@ -125,6 +153,19 @@ func Effective(name string, sp *driverv1alpha1.StrategyPolicy) Policy {
 	}
 	if s.Retention != nil {
 		p.Retention = *s.Retention.DeepCopy()
+	}
+	if pit := s.PointInTime; pit != nil {
+		p.PointInTime.Enabled = pit.Enabled
+		if pit.SegmentSeconds != nil {
+			p.PointInTime.SegmentInterval = time.Duration(*pit.SegmentSeconds) * time.Second
+		}
+		if pit.MaxSegmentBytes != nil {
+			p.PointInTime.MaxSegmentBytes = *pit.MaxSegmentBytes
+		}
+		if pit.MaxLagSeconds != nil {
+			p.PointInTime.MaxLag = time.Duration(*pit.MaxLagSeconds) * time.Second
+		}
+		setInt(&p.PointInTime.MemoryMiB, pit.MemoryMiB)
 	}
 	return p
 }

@@ -20,15 +20,19 @@ func TestEffectiveFillsTheDefaults(t *testing.T) {
 	none := Effective("s", nil)
 	g.Expect(none).To(Equal(Policy{Name: "s", DeletionPolicy: driverv1alpha1.DeletionPolicyRetain,
 		Inspection: Inspection{MaxResourceDropPercent: 50, MinDroppedObjects: 5, MaxNamespacesGone: 0,
-			ExpiringResources: []string{"events", "leases", "masterleases"}}}))
+			ExpiringResources: []string{"events", "leases", "masterleases"}},
+		PointInTime: PointInTime{SegmentInterval: 10 * time.Second, MaxSegmentBytes: 4 << 20, MaxLag: 5 * time.Minute, MemoryMiB: 128}}))
 
 	sp := &driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "s", UID: "u"}, Spec: driverv1alpha1.StrategyPolicySpec{
 		DeletionPolicy: driverv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: true,
 		CredentialBroker: &driverv1alpha1.CredentialBroker{Provider: driverv1alpha1.CredentialBrokerMinIO},
 		Inspection:       &driverv1alpha1.Inspection{MinDroppedObjects: ptr.To[int32](9)},
 		Retention:        &driverv1alpha1.Retention{MaxKeepLast: ptr.To[int32](3)},
+		PointInTime:      &driverv1alpha1.PointInTime{Enabled: true, MaxLagSeconds: ptr.To[int32](60)},
 	}}
 	p := Effective("s", sp)
+	g.Expect(p.PointInTime).To(Equal(PointInTime{Enabled: true, SegmentInterval: 10 * time.Second, MaxSegmentBytes: 4 << 20,
+		MaxLag: time.Minute, MemoryMiB: 128}))
 	g.Expect(p.Found).To(BeTrue())
 	g.Expect(p.UID).To(BeEquivalentTo("u"))
 	g.Expect(p.Deleting).To(BeFalse())

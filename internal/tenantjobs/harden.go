@@ -3,6 +3,7 @@ package tenantjobs
 import (
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -55,21 +56,22 @@ func (c Container) Build() corev1.Container {
 	}
 }
 
-// Pod is what one tenant Job's Pod runs.
+// Pod is what one tenant Job's (or the capture Deployment's) Pod runs.
 type Pod struct {
 	// Labels mark the Pods as the Job's.
 	Labels                     map[string]string
 	InitContainers, Containers []Container
 	Volumes                    []corev1.Volume
+	// ServiceAccount, when set, is the Pod's ServiceAccount. No token is
+	// mounted either way; a Pod that needs one (the capture's, which may
+	// write its one progress record) names a projected token in Volumes.
+	ServiceAccount string
 }
 
-// JobSpec is the spec of a tenant Job running p: retried at most
-// BackoffLimit times, ended at deadline (at least MinDeadline) and at
-// once on a refusal (FailurePolicy), removed ttl after it finished; its
-// Pod never restarts, has no service account token nor service links, and
-// runs as the image's non-root user (PodSecurityContext).
-func JobSpec(p Pod, deadline, ttl time.Duration) batchv1.JobSpec {
-	seconds := int64(max(deadline, MinDeadline) / time.Second)
+// template is p's Pod template with restartPolicy restart: no service
+// account token unless p projects one, no service links, the image's
+// non-root user (PodSecurityContext), hardened containers.
+func (p Pod) template(restart corev1.RestartPolicy) corev1.PodTemplateSpec {
 	build := func(cs []Container) []corev1.Container {
 		var out []corev1.Container
 		for _, c := range cs {
@@ -77,23 +79,49 @@ func JobSpec(p Pod, deadline, ttl time.Duration) batchv1.JobSpec {
 		}
 		return out
 	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: p.Labels},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                restart,
+			ServiceAccountName:           p.ServiceAccount,
+			AutomountServiceAccountToken: ptr(false),
+			EnableServiceLinks:           ptr(false),
+			SecurityContext:              PodSecurityContext(),
+			InitContainers:               build(p.InitContainers),
+			Containers:                   build(p.Containers),
+			Volumes:                      p.Volumes,
+		},
+	}
+}
+
+// JobSpec is the spec of a tenant Job running p: retried at most
+// BackoffLimit times, ended at deadline (at least MinDeadline) and at
+// once on a refusal (FailurePolicy), removed ttl after it finished; its
+// Pod never restarts (and is built as template says).
+func JobSpec(p Pod, deadline, ttl time.Duration) batchv1.JobSpec {
+	seconds := int64(max(deadline, MinDeadline) / time.Second)
 	return batchv1.JobSpec{
 		BackoffLimit:            ptr(int32(BackoffLimit)),
 		ActiveDeadlineSeconds:   &seconds,
 		TTLSecondsAfterFinished: ptr(int32(ttl / time.Second)),
 		PodFailurePolicy:        FailurePolicy(),
-		Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: p.Labels},
-			Spec: corev1.PodSpec{
-				RestartPolicy:                corev1.RestartPolicyNever,
-				AutomountServiceAccountToken: ptr(false),
-				EnableServiceLinks:           ptr(false),
-				SecurityContext:              PodSecurityContext(),
-				InitContainers:               build(p.InitContainers),
-				Containers:                   build(p.Containers),
-				Volumes:                      p.Volumes,
-			},
-		},
+		Template:                p.template(corev1.RestartPolicyNever),
+	}
+}
+
+// DeploymentSpec is the spec of a long-running tenant workload running p
+// (the point-in-time capture): one replica, Recreate (never two Pods at
+// once: two captures of one chain would race each other's index), no
+// old ReplicaSets kept, its Pod restarted when it exits (the kubelet's
+// back-off; the last exit's report stays in the container's lastState),
+// hardened as a Job's Pod.
+func DeploymentSpec(p Pod) appsv1.DeploymentSpec {
+	return appsv1.DeploymentSpec{
+		Replicas:             ptr(int32(1)),
+		Selector:             &metav1.LabelSelector{MatchLabels: p.Labels},
+		Strategy:             appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+		RevisionHistoryLimit: ptr(int32(0)),
+		Template:             p.template(corev1.RestartPolicyAlways),
 	}
 }
 

@@ -1,12 +1,16 @@
 package tenantjobs
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
 
 // job is a tenant Job as a spec package builds it, owned (not
@@ -92,5 +96,92 @@ func TestKeyedName(t *testing.T) {
 		if other == a {
 			t.Fatalf("%q for another key, object or purpose", other)
 		}
+	}
+}
+
+// deployment is a long-running tenant workload as the capture builds it,
+// controlled by its record.
+func deployment() *appsv1.Deployment {
+	p := Pod{Labels: map[string]string{"etcd-backup-driver.cozystack.io/capture": "uid-1"}, ServiceAccount: "etcd-capture-x",
+		Containers: []Container{{Name: "capture", Image: "driver:v1", Args: []string{"capture", "--base-revision=7"}, Env: CredentialsEnv("creds", ""),
+			RequestMemory: "128Mi", LimitMemory: "128Mi"}},
+		Volumes: []corev1.Volume{{Name: "etcd-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "etcd-client-tls"}}}}}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: "etcd-capture-x", Labels: p.Labels, UID: "dep-uid",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "etcd-backup-driver.cozystack.io/v1alpha1", Kind: "CaptureProgress", Name: "etcd-capture-x", UID: "uid-1", Controller: ptr(true)}}},
+		Spec: DeploymentSpec(p)}
+}
+
+// MineDeployment is Mine's rule for the capture's Deployment: a tenant's
+// look-alike under its name and labels, or the Deployment edited to run
+// something else, as someone else or with another volume, is not read.
+func TestMineDeploymentRefusesLookAlikes(t *testing.T) {
+	want := deployment()
+	if !MineDeployment(want.DeepCopy(), want) {
+		t.Fatal("the Deployment as built is not Mine")
+	}
+	for name, mutate := range map[string]func(d *appsv1.Deployment){
+		"no owner":        func(d *appsv1.Deployment) { d.OwnerReferences = nil },
+		"another owner":   func(d *appsv1.Deployment) { d.OwnerReferences[0].UID = "uid-2" },
+		"no label":        func(d *appsv1.Deployment) { d.Labels = nil },
+		"another image":   func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "evil:latest" },
+		"other arguments": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Args[1] = "--base-revision=8" },
+		"another volume":  func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes[0].Secret.SecretName = "other-tls" },
+		"another account": func(d *appsv1.Deployment) { d.Spec.Template.Spec.ServiceAccountName = "admin" },
+		"a token mounted": func(d *appsv1.Deployment) { d.Spec.Template.Spec.AutomountServiceAccountToken = ptr(true) },
+		"a sidecar": func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "x"})
+		},
+		"another environment": func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = nil },
+	} {
+		d := want.DeepCopy()
+		mutate(d)
+		if MineDeployment(d, want) {
+			t.Errorf("%s: a look-alike is taken for the driver's Deployment", name)
+		}
+	}
+}
+
+// DeploymentPods reads the Pods of the driver's ReplicaSet of the
+// Deployment only: a tenant's Pod under the same labels, one controlled
+// by a ReplicaSet the tenant made, or one of a ReplicaSet running
+// something else is left out.
+func TestDeploymentPodsRefusesLookAlikes(t *testing.T) {
+	d := deployment()
+	rs := func(name, uid string, owner types.UID, mutate func(*appsv1.ReplicaSet)) *appsv1.ReplicaSet {
+		r := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, UID: types.UID(uid), Labels: d.Spec.Selector.MatchLabels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: d.Name, UID: owner, Controller: ptr(true)}}},
+			Spec: appsv1.ReplicaSetSpec{Selector: d.Spec.Selector, Template: *d.Spec.Template.DeepCopy()}}
+		if mutate != nil {
+			mutate(r)
+		}
+		return r
+	}
+	pod := func(name string, owner *appsv1.ReplicaSet, mutate func(*corev1.Pod)) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant", Name: name, Labels: d.Spec.Selector.MatchLabels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner.Name, UID: owner.UID, Controller: ptr(true)}}},
+			Spec: *owner.Spec.Template.Spec.DeepCopy()}
+		if mutate != nil {
+			mutate(p)
+		}
+		return p
+	}
+	ours := rs("ours", "rs-1", d.UID, nil)
+	forged := rs("forged", "rs-2", "someone-else", nil)
+	other := rs("other", "rs-3", d.UID, func(r *appsv1.ReplicaSet) { r.Spec.Template.Spec.Containers[0].Image = "evil:latest" })
+	c := fake.NewClientBuilder().WithObjects(ours, forged, other,
+		pod("good", ours, nil),
+		pod("other-args", ours, func(p *corev1.Pod) { p.Spec.Containers[0].Args = []string{"capture", "--base-revision=1"} }),
+		pod("owned-not-controlled", ours, func(p *corev1.Pod) { p.OwnerReferences[0].Controller = nil }),
+		pod("of-forged", forged, nil), pod("of-other", other, nil)).Build()
+	pods, err := DeploymentPods(context.Background(), c, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != 1 || pods[0].Name != "good" {
+		var names []string
+		for _, p := range pods {
+			names = append(names, p.Name)
+		}
+		t.Fatalf("DeploymentPods = %v, want [good]", names)
 	}
 }

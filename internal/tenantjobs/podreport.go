@@ -38,17 +38,22 @@ func ReadReport(ctx context.Context, c client.Reader, job *batchv1.Job, containe
 	return ReportOf(newest, container, r)
 }
 
-// ReportOf reads into r the report container of Pod p left once it
-// terminated. The Pod lives in a tenant's namespace: the termination
-// message is parsed strictly (report.Parse) and must agree with the
-// container's exit code (report.ExitCode), since the step writes the
-// report that goes with how it exits; it is data, never more.
+// ReportOf reads into r the report container of Pod p left when it
+// last terminated: its state, or, while a container that restarts
+// (the capture's) runs or waits again, its last state. The Pod lives in
+// a tenant's namespace: the termination message is parsed strictly
+// (report.Parse) and must agree with the container's exit code
+// (report.ExitCode), since the step writes the report that goes with how
+// it exits; it is data, never more.
 func ReportOf(p *corev1.Pod, container string, r report.Report) error {
 	for _, st := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 		if st.Name != container {
 			continue
 		}
 		t := st.State.Terminated
+		if t == nil {
+			t = st.LastTerminationState.Terminated
+		}
 		if t == nil {
 			return fmt.Errorf("container %s of Pod %s/%s has not terminated", container, p.Namespace, p.Name)
 		}

@@ -61,3 +61,23 @@ func TestReportOfRefusesHostileMessages(t *testing.T) {
 		}
 	}
 }
+
+// A container that restarts (the capture's) leaves the report of its last
+// exit in its last state while it runs again: ReportOf reads it there, by
+// the same rules.
+func TestReportOfReadsTheLastExitOfARestartedContainer(t *testing.T) {
+	refused := `{"outcome":"Refused","reason":"ArtifactChanged","message":"sha256 differs"}`
+	restarted := func(msg string, exit int32) *corev1.Pod {
+		p := podWith(inspect, msg, exit)
+		st := &p.Status.ContainerStatuses[0]
+		st.LastTerminationState, st.State = st.State, corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+		st.RestartCount = 1
+		return p
+	}
+	if r, err := reportOf(restarted(refused, 65)); err != nil || r.Outcome != report.Refused {
+		t.Fatalf("ReportOf(restarted) = %+v, %v", r, err)
+	}
+	if r, err := reportOf(restarted(refused, 0)); err == nil {
+		t.Fatalf("a last exit disagreeing with its report was read: %+v", r)
+	}
+}

@@ -49,6 +49,14 @@ func TestStrategyPolicyDefaults(t *testing.T) {
 	g.Expect(none.Spec.Inspection.ExpiringResources).To(BeEmpty())
 	g.Expect(none.Spec.Inspection.ExpiringResources).NotTo(BeNil())
 
+	// A pointInTime block gets the same defaults as the driver's
+	// (strategypolicy.Effective); capture stays off unless enabled.
+	pit := &driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "sp-pit-defaults"},
+		Spec: driverv1alpha1.StrategyPolicySpec{PointInTime: &driverv1alpha1.PointInTime{}}}
+	g.Expect(k8s.Create(ctx, pit)).To(Succeed())
+	g.Expect(pit.Spec.PointInTime).To(Equal(&driverv1alpha1.PointInTime{SegmentSeconds: ptr.To[int32](10),
+		MaxSegmentBytes: ptr.To[int64](4 << 20), MaxLagSeconds: ptr.To[int32](300), MemoryMiB: ptr.To[int32](128)}))
+
 	p.Spec.DeletionPolicy = "Sometimes"
 	err := k8s.Update(ctx, p)
 	g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "an unknown deletionPolicy is rejected, got %v", err)
@@ -95,6 +103,18 @@ func TestStrategyPolicyValidation(t *testing.T) {
 		"zero keep": {func(p *driverv1alpha1.StrategyPolicy) {
 			p.Spec.Retention = &driverv1alpha1.Retention{MaxKeepLast: ptr.To[int32](0)}
 		}, "maxKeepLast"},
+		"segments every 0 s": {func(p *driverv1alpha1.StrategyPolicy) {
+			p.Spec.PointInTime = &driverv1alpha1.PointInTime{SegmentSeconds: ptr.To[int32](0)}
+		}, "segmentSeconds"},
+		"segments above the format's room": {func(p *driverv1alpha1.StrategyPolicy) {
+			p.Spec.PointInTime = &driverv1alpha1.PointInTime{MaxSegmentBytes: ptr.To[int64](64 << 20)}
+		}, "maxSegmentBytes"},
+		"a lag bound of seconds": {func(p *driverv1alpha1.StrategyPolicy) {
+			p.Spec.PointInTime = &driverv1alpha1.PointInTime{MaxLagSeconds: ptr.To[int32](5)}
+		}, "maxLagSeconds"},
+		"a capture without room": {func(p *driverv1alpha1.StrategyPolicy) {
+			p.Spec.PointInTime = &driverv1alpha1.PointInTime{MemoryMiB: ptr.To[int32](32)}
+		}, "memoryMiB"},
 	} {
 		err := k8s.Create(ctx, brokerPolicy("sp-invalid", tc.mutate))
 		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: got %v", name, err)

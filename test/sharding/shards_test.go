@@ -2,6 +2,7 @@ package sharding
 
 import (
 	"context"
+	batchv1 "k8s.io/api/batch/v1"
 	"testing"
 	"time"
 
@@ -117,9 +118,26 @@ func TestEachShardReconcilesOnlyItsOwn(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(labelsOf(g, a0)).To(ConsistOf("BackupJob 1", "Backup 1", "EtcdSnapshot 1"))
 		g.Expect(clusterLabels(g, a0)).To(HaveEach(HaveSuffix(" 1")))
+		// The sweeper moves the Jobs the driver made there (the first
+		// Backup's inspection) too: a relabel after the count below would
+		// read as shard 0 still writing.
+		g.Expect(jobLabels(g, a0)).To(HaveEach(HaveSuffix(" 1")))
 	}).WithTimeout(30 * time.Second).Should(Succeed())
 	before := len(s0.writes.of(reconciledIn(a0)))
 	a0.Backup("second", "")
 	g.Expect(s0.writes.of(reconciledIn(a0))).To(HaveLen(before), "shard 0 still writes in a namespace it gave away")
 	g.Expect(s1.writes.of(inNamespaces(a0))).NotTo(BeEmpty())
+}
+
+// jobLabels lists the shard labels of the Jobs the driver made in the
+// tenant's namespace.
+func jobLabels(g Gomega, tn *platform.Tenant) []string {
+	var jobs batchv1.JobList
+	g.Expect(env.Client.List(context.Background(), &jobs, client.InNamespace(tn.NS),
+		client.MatchingLabels{"app.kubernetes.io/part-of": "etcd-backup-driver"})).To(Succeed())
+	var out []string
+	for _, j := range jobs.Items {
+		out = append(out, "Job "+j.Labels[shard.Label])
+	}
+	return out
 }

@@ -187,6 +187,10 @@ type StrategyPolicySpec struct {
 	// Retention is the defaults and bounds of tenants' Plan retention.
 	// +optional
 	Retention *Retention `json:"retention,omitempty"`
+	// PointInTime lets tenants capture every change of their etcd after
+	// their newest Backup, within these bounds.
+	// +optional
+	PointInTime *PointInTime `json:"pointInTime,omitempty"`
 }
 
 // StrategyPolicyStatus is what the driver observed of the policy.
