@@ -2,8 +2,8 @@
 // release of it, on the CRDs that release installed: Helm does not upgrade
 // a chart's crds/, so a cluster upgraded in place keeps them, and the
 // objects keep the fields they had. testdata holds those CRDs as the
-// earlier release generated them (the Plan CRD before issue 38, whose spec
-// was a superset of Cozystack's).
+// earlier release generated them (the Plan and Backup CRDs before issue
+// 38, supersets of Cozystack's).
 package upgrade
 
 import (
@@ -31,13 +31,15 @@ var env *testenv.Env
 // testKeys sign the Backups and the Plans' records.
 var testKeys = provenance.StaticKeys{ActiveID: "t", Keys: map[string][]byte{"t": []byte(strings.Repeat("t", 32))}}
 
-// TestMain replaces the Plan CRD every Env installs (Cozystack's) with the
-// earlier one, as a cluster upgraded in place keeps it.
+// TestMain replaces the Plan and Backup CRDs every Env installs
+// (Cozystack's) with the earlier ones, as a cluster upgraded in place
+// keeps them.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, func(e *testenv.Env) {
 		env = e
-		old := filepath.Join(testenv.RepoRoot(), "test", "upgrade", "testdata", "plans-crd-before-issue-38.yaml")
-		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: []string{old}, ErrorIfPathMissing: true}); err != nil {
+		dir := filepath.Join(testenv.RepoRoot(), "test", "upgrade", "testdata")
+		old := []string{filepath.Join(dir, "plans-crd-before-issue-38.yaml"), filepath.Join(dir, "backups-crd-before-issue-38.yaml")}
+		if _, err := envtest.InstallCRDs(e.Config, envtest.CRDInstallOptions{Paths: old, ErrorIfPathMissing: true}); err != nil {
 			panic(err)
 		}
 		class := &backupsv1alpha1.BackupClass{
@@ -57,27 +59,43 @@ func TestMain(m *testing.M) {
 }
 
 // awaitEarlierSchema waits until the API server keeps a Plan's
-// spec.retention (a dry-run create): for a moment after the CRD's update
-// it may still prune by the schema it replaced.
+// spec.retention and a Backup's status.manifest (dry-run creates): for a
+// moment after a CRD's update it may still prune by the schema it
+// replaced.
 func awaitEarlierSchema(e *testenv.Env) error {
-	plans := dynamic.NewForConfigOrDie(e.Config).Resource(backupsv1alpha1.GroupVersion.WithResource("plans")).Namespace("default")
-	probe := &unstructured.Unstructured{Object: map[string]any{
+	plan := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": backupsv1alpha1.GroupVersion.String(), "kind": "Plan",
 		"metadata": map[string]any{"name": "schema-probe"},
 		"spec": map[string]any{"applicationRef": map[string]any{"kind": "Etcd", "name": "etcd"}, "backupClassName": "etcd",
 			"schedule": map[string]any{"cron": "@daily"}, "retention": map[string]any{"keepLast": int64(1)}},
 	}}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := plans.Create(context.Background(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err == nil {
-			if _, found, _ := unstructured.NestedMap(out.Object, "spec", "retention"); found {
-				return nil
+	backup := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": backupsv1alpha1.GroupVersion.String(), "kind": "Backup",
+		"metadata": map[string]any{"name": "schema-probe"},
+		"spec": map[string]any{"applicationRef": map[string]any{"kind": "Etcd", "name": "etcd"},
+			"strategyRef": map[string]any{"kind": "Etcd", "name": "s3"}, "takenAt": "2026-01-01T00:00:00Z"},
+		"status": map[string]any{"manifest": map[string]any{"inspectedAt": "2026-01-01T00:00:00Z", "revision": int64(1),
+			"keys": int64(1), "dbSizeBytes": int64(1)}},
+	}}
+	for _, probe := range []struct {
+		resource string
+		obj      *unstructured.Unstructured
+		field    []string
+	}{{"plans", plan, []string{"spec", "retention"}}, {"backups", backup, []string{"status", "manifest"}}} {
+		client := dynamic.NewForConfigOrDie(e.Config).Resource(backupsv1alpha1.GroupVersion.WithResource(probe.resource)).Namespace("default")
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, err := client.Create(context.Background(), probe.obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err == nil {
+				if _, found, _ := unstructured.NestedMap(out.Object, probe.field...); found {
+					break
+				}
 			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the API server does not serve the earlier %s CRD's %v (last error: %v)", probe.resource, probe.field, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the API server does not serve the earlier Plan CRD's spec.retention (last error: %v)", err)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	return nil
 }

@@ -64,6 +64,12 @@ const (
 	BackupReasonInspectionDisabled = "InspectionDisabled"
 )
 
+// BackupReasonRecordsMigrated is the reason of the Event on a Backup
+// whose manifest or last rehearsal the driver moved from the fields of its
+// earlier Backup CRD (status.manifest, status.lastRehearsal) to
+// status.underlyingResources.
+const BackupReasonRecordsMigrated = "RecordsMigrated"
+
 // BackupConditionContentDrop is True when the Backup holds markedly less
 // than the previous good Backup of its application (a resource lost more
 // than the strategy's threshold of its objects, or namespaces

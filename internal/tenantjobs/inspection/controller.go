@@ -53,6 +53,11 @@ type Reconciler struct {
 	// finds every existing Backup uninspected); below 1 means 1.
 	MaxJobs int
 	Clock   clock.PassiveClock
+
+	// legacy remembers the Backups already read for the records of the
+	// earlier Backup CRD (migrate.go); SetupWithManager makes it, without
+	// it every reconcile reads them.
+	legacy *legacyChecked
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
@@ -90,6 +95,9 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !verdict.Verified {
 		return ctrl.Result{}, r.refuse(ctx, &b, backupsv1alpha1.BackupReasonInspectionRefused,
 			"the Backup is not verified ("+verdict.Reason+"): the driver inspects only Backups it recorded")
+	}
+	if moved, err := r.migrate(ctx, &b); err != nil || moved {
+		return ctrl.Result{Requeue: moved}, err
 	}
 	if artifact.Manifest(&b) != nil {
 		ok, err := provenance.VerifyManifest(ctx, r.Keys, &b)
