@@ -100,6 +100,13 @@ type ObjectCount struct {
 // annotation is how a person says the drop was intended.
 const ContentDropHoldAnnotation = "backups.cozystack.io/held-for-content-drop"
 
+// ContentDropHoldMarkAnnotation carries the driver's signature of its
+// ContentDropHoldAnnotation (internal/contentdrop: Hold, HeldByDriver):
+// retention keeps any held Backup, but what a platform alert counts (the
+// held-for-content-drop gauge) is only a hold the driver placed, since a
+// tenant can write annotations.
+const ContentDropHoldMarkAnnotation = "etcd-backup-driver.cozystack.io/held-for-content-drop-mark"
+
 // RehearsalRecord is the outcome of a rehearsal (a dry-run RestoreJob) of
 // a Backup, as recorded on the Backup and on its Plan.
 type RehearsalRecord struct {

@@ -14,6 +14,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
@@ -50,6 +51,13 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 	g.Expect(provenance.VerifyManifest(h.ctx, keys, b1)).To(BeTrue())
 	g.Expect(artifact.Manifest(b1).InspectedAt.IsZero()).To(BeFalse())
 
+	// The tenant set a hold of its own on b1 first (annotations are its to
+	// write): the driver's hold replaces it, signed.
+	unheld := b1.DeepCopy()
+	b1.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "mine"}
+	g.Expect(env.Client.Patch(h.ctx, b1, client.MergeFrom(unheld))).To(Succeed())
+	g.Expect(contentdrop.HeldByDriver(h.ctx, keys, b1)).To(BeFalse())
+
 	b2 := h.backup("nightly-2", 10)
 	h.reconcile(b2)
 	h.finish(h.job(b2), inspected(manifest(4, "default", "tools")), nil)
@@ -59,6 +67,7 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 			"Backup nightly-1 is held from retention until its annotation backups.cozystack.io/held-for-content-drop is removed"))
 	g.Expect(env.Client.Get(h.ctx, client.ObjectKeyFromObject(b1), b1)).To(Succeed())
 	g.Expect(b1.Annotations).To(HaveKeyWithValue(driverv1alpha1.ContentDropHoldAnnotation, "nightly-2"))
+	g.Expect(contentdrop.HeldByDriver(h.ctx, keys, b1)).To(BeTrue(), "the driver's hold is signed")
 	g.Expect(strings.Join(testenv.Drain(h.rec.Events), "\n")).To(ContainSubstring("Warning ContentDropped since Backup nightly-1: pods in /registry: 40 → 8"))
 
 	b3 := h.backup("nightly-3", 20)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -147,15 +148,15 @@ func planOf(b *backupsv1alpha1.Backup) string {
 	return b.Spec.PlanRef.Name
 }
 
-// hold marks prev as kept from retention for the drop in Backup dropped.
+// hold marks prev as kept from retention for the drop in Backup dropped,
+// signed (contentdrop.Hold): a hold a tenant wrote first is replaced.
 func (r *Reconciler) hold(ctx context.Context, prev *backupsv1alpha1.Backup, dropped string) error {
-	if _, held := prev.Annotations[driverv1alpha1.ContentDropHoldAnnotation]; held {
+	before := prev.DeepCopy()
+	if err := contentdrop.Hold(ctx, r.Keys, prev, dropped); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(before.Annotations, prev.Annotations) {
 		return nil
 	}
-	before := prev.DeepCopy()
-	if prev.Annotations == nil {
-		prev.Annotations = map[string]string{}
-	}
-	prev.Annotations[driverv1alpha1.ContentDropHoldAnnotation] = dropped
 	return r.patch(ctx, before, prev)
 }
