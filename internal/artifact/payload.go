@@ -47,6 +47,18 @@ func LastRehearsal(b *backupsv1alpha1.Backup) *driverv1alpha1.RehearsalRecord {
 	return readRecord[driverv1alpha1.RehearsalRecord](b, driverv1alpha1.BackupRecordLastRehearsal)
 }
 
+// InspectionRetry is the inspection retry recorded in b's payload, or
+// nil.
+func InspectionRetry(b *backupsv1alpha1.Backup) *driverv1alpha1.InspectionRetry {
+	return readRecord[driverv1alpha1.InspectionRetry](b, driverv1alpha1.BackupRecordInspectionRetry)
+}
+
+// SetInspectionRetry records r in b's payload (nil removes it), changing
+// nothing else of b.
+func SetInspectionRetry(b *backupsv1alpha1.Backup, r *driverv1alpha1.InspectionRetry) error {
+	return setRecord(b, driverv1alpha1.BackupRecordInspectionRetry, r)
+}
+
 // SetManifest records m in b's payload (nil removes it), changing nothing
 // else of b.
 func SetManifest(b *backupsv1alpha1.Backup, m *driverv1alpha1.BackupManifest) error {

@@ -11,7 +11,8 @@ import (
 // json.Unmarshal and so reads past them), beside the peer's kind,
 // apiVersion, destination and parameters: BackupRecordManifest holds the
 // manifest, BackupRecordLastRehearsal the last rehearsal,
-// BackupRecordInspectionRetry an inspection to try again. internal/artifact
+// BackupRecordInspectionRetry an inspection to try again
+// (InspectionRetry). internal/artifact
 // is their one reader and writer. These types are not a kind: nothing but
 // the driver validates them, and it reads them as what a tenant may have
 // written (the manifest is signed, internal/provenance).
@@ -106,6 +107,24 @@ const ContentDropHoldAnnotation = "backups.cozystack.io/held-for-content-drop"
 // held-for-content-drop gauge) is only a hold the driver placed, since a
 // tenant can write annotations.
 const ContentDropHoldMarkAnnotation = "etcd-backup-driver.cozystack.io/held-for-content-drop-mark"
+
+// InspectionRetry is the driver's record of an inspection that failed
+// for a reason of the inspector's own (its Pod killed, its deadline, S3
+// errors, an argument the step refused): not evidence against the
+// Backup's bytes, so the Backup is not condemned and the inspection is
+// tried again after a backoff. A tenant who edits it only changes when
+// its own Backup is inspected again.
+type InspectionRetry struct {
+	// Attempts is how many inspections failed so.
+	Attempts int32 `json:"attempts"`
+	// Job is the UID of the failed Job the last attempt counted (so a
+	// crash before the Job's deletion does not count it twice).
+	Job string `json:"job,omitempty"`
+	// NotBefore is when the driver inspects again.
+	NotBefore metav1.Time `json:"notBefore"`
+	// Message says why the last attempt failed (bounded).
+	Message string `json:"message,omitempty"`
+}
 
 // RehearsalRecord is the outcome of a rehearsal (a dry-run RestoreJob) of
 // a Backup, as recorded on the Backup and on its Plan.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -41,17 +42,21 @@ func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job 
 // update of the Backup. The hold on the previous good Backup is written
 // first: a crash in between leaves a hold and no record, and the next
 // pass finds the same previous Backup and writes the record.
-func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) error {
+func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) (ctrl.Result, error) {
 	rep, err := r.report(ctx, job)
 	if err != nil {
-		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
-			"the inspection Job "+job.Name+" succeeded but its report cannot be read: "+err.Error())
+		return r.retry(ctx, b, job, "the inspection Job "+job.Name+" succeeded but its report cannot be read: "+err.Error())
 	}
 	if rep.Manifest == nil {
-		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
-			"the inspection Job "+job.Name+" succeeded but its report carries no manifest")
+		return r.retry(ctx, b, job, "the inspection Job "+job.Name+" succeeded but its report carries no manifest")
 	}
-	m := rep.Manifest.DeepCopy()
+	return ctrl.Result{}, r.write(ctx, b, job, rep.Manifest, p)
+}
+
+// write signs m, compares it with the previous good manifest and records
+// both (see record).
+func (r *Reconciler) write(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, reported *driverv1alpha1.BackupManifest, p strategypolicy.Policy) error {
+	m := reported.DeepCopy()
 	m.InspectedAt = metav1.NewTime(r.now().UTC().Truncate(1e9))
 	if job.Status.CompletionTime != nil {
 		m.InspectedAt = *job.Status.CompletionTime
@@ -80,6 +85,9 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 	}
 	before := b.DeepCopy()
 	if err := artifact.SetManifest(b, m); err != nil {
+		return err
+	}
+	if err := artifact.SetInspectionRetry(b, nil); err != nil {
 		return err
 	}
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionInspected,
