@@ -140,7 +140,7 @@ vet: ## go vet the module, test/alerts and hack/release.
 	cd $(RELEASE_MODULE) && go vet ./...
 
 .PHONY: bench
-bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H), inspection's requests per backup (with and without it) and InspectFile on snapshots of 50,000 and 200,000 objects, the sandbox stand-in's three-member start, and point-in-time restore's bytes and CPU per captured change and replay of 10,000 changes, and print the figures.
+bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing up at once, 10,000 Backups cached, 20 restores at once; 3 shards over 3,000 tenants with a leader killed mid-round, and one replica over the same; 1,000 Plans at a fixed minute against H), inspection's requests per backup (with and without it) and InspectFile on snapshots of 50,000 and 200,000 objects, the driver's heap during a census of a hostile etcd, the sandbox stand-in's three-member start, and point-in-time restore's bytes and CPU per captured change, replay of 10,000 changes and the driver's heap per followed tenant, and print the figures.
 	go test ./test/bench -run '^$$' -bench 'Backups|Restores' -benchtime 1x -timeout 60m
 	# The shards get an API server of their own: the tenants above would
 	# land, unlabelled, in shard 0.
@@ -156,12 +156,19 @@ bench: build envtest-bins ## Measure the driver at scale (1,000 tenants backing 
 	# What the inspection Job's reading costs: snapshots of 50,000 and
 	# 200,000 objects.
 	go test ./internal/tenantjobs/inspection/step -run '^$$' -bench InspectFile -benchtime 5x
+	# The driver's heap during a census of a tenant's hostile etcd
+	# (issue 37: distinct prefixes, distinct names, keys near 1.5 MiB),
+	# against its 256 Mi limit.
+	go test ./internal/liverevision -run '^$$' -bench HostileCensusHeap -benchtime 3x
 	# Point-in-time restore's engine (docs/point-in-time.md): bytes stored
 	# and CPU per change, the capture's cost per change against a real
 	# etcd, and a replay of 10,000 changes after the base.
 	go test ./internal/changelog -run '^$$' -bench SegmentBytesPerChange -benchtime 200000x
 	go test ./internal/tenantjobs/capture/step -run '^$$' -bench Capture -benchtime 10000x -timeout 30m
 	go test ./internal/changereplay -run '^$$' -bench Replay10000 -benchtime 3x -timeout 30m
+	# What a followed tenant costs the driver's heap (its capture
+	# Deployment and CaptureProgress in the cache).
+	go test ./internal/tenantjobs/capture/keeper -run '^$$' -bench DriverMemory -benchtime 1x
 
 # The restore's staging binary, which the sandbox's kubelet stand-in runs for
 # the staging image's /etcd-stage. Skipped with a notice while the command

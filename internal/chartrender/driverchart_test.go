@@ -263,7 +263,7 @@ func TestDriverShipsTheCRDs(t *testing.T) {
 	g.Expect(crds).To(ConsistOf(
 		"backupclasses.backups.cozystack.io", "plans.backups.cozystack.io", "backupjobs.backups.cozystack.io",
 		"backups.backups.cozystack.io", "restorejobs.backups.cozystack.io", "etcds.strategy.backups.cozystack.io",
-		"strategypolicies.etcd-backup-driver.cozystack.io",
+		"strategypolicies.etcd-backup-driver.cozystack.io", "captureprogresses.etcd-backup-driver.cozystack.io",
 	))
 	const strategyCRD = "strategy.backups.cozystack.io_etcds.yaml"
 	shipped, err := os.ReadFile(filepath.Join(ChartDir("etcd-backup-driver"), "crds", strategyCRD))
@@ -287,10 +287,10 @@ func TestDriverPrometheusRule(t *testing.T) {
 	for _, r := range rules {
 		byName[r.(map[string]any)["alert"].(string)] = r.(map[string]any)
 	}
-	g.Expect(byName).To(HaveLen(13))
+	g.Expect(byName).To(HaveLen(14))
 	for _, name := range []string{"EtcdBackupStale", "EtcdBackupMissing", "EtcdBackupTooOld", "EtcdBackupUnverified", "EtcdBackupRehearsalOverdue", "EtcdBackupContentDrop",
 		"EtcdBackupFailing", "EtcdRestoreFailed", "EtcdBackupSharedCredentials", "EtcdBackupBrokerPlatformKeys",
-		"EtcdBackupDriverDown", "EtcdBackupDriverNoLeader"} {
+		"EtcdBackupDriverDown", "EtcdBackupDriverNoLeader", "EtcdBackupPointInTimeLagging"} {
 		g.Expect(byName).To(HaveKey(name))
 	}
 	g.Expect(byName["EtcdBackupTooOld"]["expr"]).To(ContainSubstring("> 7200"))

@@ -93,6 +93,9 @@ type StatusRow struct {
 	// LastRehearsal is the application's newest rehearsal (dry-run
 	// restore) that ended: the newest of its Plans' and its Backups'.
 	LastRehearsal *driverv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
+	// PointInTime are the application's point-in-time windows (one per
+	// Plan that captures it).
+	PointInTime []PointInTimeRow `json:"pointInTime,omitempty"`
 }
 
 func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) error {
@@ -121,6 +124,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 	}
 	now := e.now()
 	rows := statusRows(apps.Items, plans.Items, backups.Items, now, factor)
+	attachWindows(rows, plans.Items, captureWindows(ctx, c, opts, now))
 	// Across all namespaces, say which strategies' tenants share an S3
 	// key: after the table, or on stderr beside structured output.
 	var shared []string
@@ -136,6 +140,7 @@ func (e *env) runStatus(ctx context.Context, o listOptions, factor float64) erro
 		return err
 	}
 	defer printSharedCredentials(e.streams.Out, shared, colour)
+	defer printWindows(e.streams.Out, rows, o.allNamespaces)
 	if len(rows) == 0 {
 		fmt.Fprintln(e.streams.ErrOut, "No Etcd applications, Plans or Backups found.")
 		return nil

@@ -17,8 +17,8 @@ const PageSize = 1000
 // Walk calls add with every key of kv, in key order, reading PageSize
 // keys a range, all at revision rev, or, when rev is 0, at the revision
 // the first range answered at; it returns the revision it walked at. A
-// failed range ends the walk with its error.
-func Walk(ctx context.Context, kv clientv3.KV, rev int64, add func(key []byte)) (int64, error) {
+// failed range, or an error of add, ends the walk with that error.
+func Walk(ctx context.Context, kv clientv3.KV, rev int64, add func(key []byte) error) (int64, error) {
 	key := "\x00"
 	for {
 		opts := []clientv3.OpOption{clientv3.WithFromKey(), clientv3.WithKeysOnly(), clientv3.WithLimit(PageSize),
@@ -34,7 +34,9 @@ func Walk(ctx context.Context, kv clientv3.KV, rev int64, add func(key []byte)) 
 			rev = page.Header.Revision
 		}
 		for _, kv := range page.Kvs {
-			add(kv.Key)
+			if err := add(kv.Key); err != nil {
+				return rev, err
+			}
 		}
 		if !page.More || len(page.Kvs) == 0 {
 			return rev, nil

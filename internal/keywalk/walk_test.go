@@ -39,7 +39,7 @@ func TestWalkReadsEveryKeyAtOneRevision(t *testing.T) {
 	}
 
 	var keys []string
-	rev, err := Walk(ctx, cli, then.Header.Revision, func(k []byte) { keys = append(keys, string(k)) })
+	rev, err := Walk(ctx, cli, then.Header.Revision, func(k []byte) error { keys = append(keys, string(k)); return nil })
 	if err != nil || rev != then.Header.Revision {
 		t.Fatalf("walk at %d: revision %d, %v", then.Header.Revision, rev, err)
 	}
@@ -53,7 +53,7 @@ func TestWalkReadsEveryKeyAtOneRevision(t *testing.T) {
 	}
 
 	keys = nil
-	rev, err = Walk(ctx, cli, 0, func(k []byte) { keys = append(keys, string(k)) })
+	rev, err = Walk(ctx, cli, 0, func(k []byte) error { keys = append(keys, string(k)); return nil })
 	if err != nil || rev <= then.Header.Revision || len(keys) != n || keys[0] != "/k/00001" || keys[n-1] != "/later" {
 		t.Fatalf("walk now: revision %d, %d keys from %q to %q, %v", rev, len(keys), keys[0], keys[len(keys)-1], err)
 	}

@@ -63,8 +63,9 @@ func TestCensusCountsEveryKeyAcrossPages(t *testing.T) {
 	c, err := r.Census(ctx, ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(c.Revision).To(Equal(rev))
-	g.Expect(c.Counter.Keys()).To(Equal(int64(1103)))
-	ks, _ := c.Counter.Keyspaces()
+	g.Expect(c.Now.Keys).To(Equal(int64(1103)))
+	g.Expect(c.Now.Revision).To(Equal(rev))
+	ks := c.Now.Keyspaces
 	g.Expect(ks).To(HaveLen(1))
 	g.Expect(ks[0].Prefix).To(Equal("/registry"))
 	g.Expect(ks[0].NamespaceNames).To(ConsistOf("a", "b"))

@@ -153,8 +153,11 @@ func (r Reader) with(ctx context.Context, ns string, timeout time.Duration, read
 		Endpoints:   []string{"https://" + net.JoinHostPort(ServiceHost(ns), strconv.Itoa(ServicePort))},
 		TLS:         cfg,
 		DialTimeout: min(timeout, DefaultTimeout),
-		Context:     ctx,
-		Logger:      zap.NewNop(),
+		// The tenant's server answers: no reply may be longer than a
+		// census's page (etcd's client would take 2 GiB).
+		MaxCallRecvMsgSize: MaxReplyBytes,
+		Context:            ctx,
+		Logger:             zap.NewNop(),
 		DialOptions: []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			conn, err := r.dial(ctx, addr)
 			if err != nil {
@@ -202,6 +205,10 @@ func (r Reader) dial(ctx context.Context, addr string) (net.Conn, error) {
 // addresses, ports and certificates met on the way; the operator's log
 // has it).
 func TenantMessage(err error) string {
+	var large *TooLargeError
+	if errors.As(err, &large) {
+		return large.Error()
+	}
 	if errors.Is(err, ErrNoCredentials) {
 		return "Secret " + ClientSecretName + " is missing or holds no usable client certificate, key and CA (ca.crt)"
 	}

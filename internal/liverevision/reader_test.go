@@ -40,7 +40,7 @@ const serviceAddr = "etcd-client.tenant-a.svc.cluster.local.:2379"
 
 // loopback is the sandbox's endpoint policy: the tests' etcd listens on
 // 127.0.0.1, which the default policy refuses.
-func loopback(t *testing.T) endpointpolicy.Policy {
+func loopback(t testing.TB) endpointpolicy.Policy {
 	p, err := endpointpolicy.Parse([]string{"127.0.0.0/8"})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ type pki struct {
 	caPEM, serverCert, serverKey, clientCert, clientKey []byte
 }
 
-func newPKI(t *testing.T, serverNames ...string) pki {
+func newPKI(t testing.TB, serverNames ...string) pki {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "etcd-ca"},
@@ -84,8 +84,9 @@ func newPKI(t *testing.T, serverNames ...string) pki {
 }
 
 // startTLSEtcd runs a real etcd that serves clients only over TLS and only
-// to certificates of p's CA; it returns the client address.
-func startTLSEtcd(t *testing.T, p pki) string {
+// to certificates of p's CA, with flags added; it returns the client
+// address.
+func startTLSEtcd(t testing.TB, p pki, flags ...string) string {
 	t.Helper()
 	bin := filepath.Join(testenv.RepoRoot(), "bin", "etcd")
 	if _, err := os.Stat(bin); err != nil {
@@ -106,6 +107,7 @@ func startTLSEtcd(t *testing.T, p pki) string {
 		"--initial-cluster=m0=http://"+peerAddr,
 		"--cert-file="+write("server.crt", p.serverCert), "--key-file="+write("server.key", p.serverKey),
 		"--trusted-ca-file="+write("ca.crt", p.caPEM), "--client-cert-auth")
+	cmd.Args = append(cmd.Args, flags...)
 	cmd.Stdout, cmd.Stderr = testenv.LogWriter(), testenv.LogWriter()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -114,7 +116,7 @@ func startTLSEtcd(t *testing.T, p pki) string {
 	return clientAddr
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package manager
 
 import (
 	helmv2 "github.com/fluxcd/helm-controller/api/v2"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -82,5 +83,9 @@ func byObject(ns string) map[client.Object]cache.ByObject {
 		&backupsv1alpha1.BackupJob{}:     {Transform: cachetrim.BackupJob},
 		&backupsv1alpha1.Backup{}:        {Transform: cachetrim.Backup},
 		&driverv1alpha1.StrategyPolicy{}: {},
+		// The point-in-time captures: one Deployment and one record per
+		// followed Plan.
+		&appsv1.Deployment{}:              {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
+		&driverv1alpha1.CaptureProgress{}: {},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/keeper"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal"
 )
@@ -47,6 +48,7 @@ var controllers = []struct {
 	{"credbroker", setupCredentialBroker},
 	{"backupinspection", setupBackupInspection},
 	{"strategypolicy", setupStrategyPolicies},
+	{"capture", setupCapture},
 }
 
 // ControllerNames are the names --disable-controllers knows, in
@@ -158,6 +160,25 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
 		MaxJobs: o.MaxInspectionJobs,
+	}
+	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
+}
+
+// setupCapture runs the point-in-time capture of the Plans that turned it
+// on. Without an image for the driver's tenant workloads (--staging-image)
+// there is nothing to run it from, and it is not registered.
+func setupCapture(mgr ctrl.Manager, o Options, d deps) error {
+	if o.StagingImage == "" {
+		ctrl.Log.WithName("setup").Info("no --staging-image: no point-in-time capture")
+		return nil
+	}
+	pem, err := o.s3CAPEM()
+	if err != nil {
+		return err
+	}
+	r := &keeper.Reconciler{
+		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
+		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.passiveClock(),
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

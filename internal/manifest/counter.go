@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -18,11 +20,38 @@ import (
 // is namespaced when <namespace> is one of that keyspace's namespaces;
 // since those are known only once every key is seen, the Counter keeps a
 // count per (resource, namespace candidate) and resolves at the end. It
-// never keeps the keys themselves.
+// never keeps the keys themselves, and keeps every name cut to the
+// manifest's bound (ManifestMaxName) as it is added: a key of any length
+// costs at most that much (two names that share their first
+// ManifestMaxName bytes count as one; Kubernetes' own names are shorter).
+//
+// What it keeps grows with the distinct prefixes and candidates it meets,
+// which whoever wrote the etcd decides. A Counter of NewBoundedCounter
+// stops keeping more than its Limits and says so (Err); the driver counts
+// a tenant's live etcd with one.
 type Counter struct {
 	keys      int64
 	keyspaces map[string]*keyspaceCount
+	// names holds one copy of each name kept: a namespace's name recurs
+	// in every resource's candidate.
+	names  map[string]string
+	limits Limits
+	// entries counts the keyspaces and candidates kept, against limits.
+	entries int
+	err     error
 }
+
+// Limits bound what a Counter keeps; zero means no bound.
+type Limits struct {
+	// Keyspaces bounds the distinct first path segments (prefixes).
+	Keyspaces int
+	// Entries bounds the (resource, namespace candidate) pairs and
+	// namespaces kept over all keyspaces.
+	Entries int
+}
+
+// ErrTooMany is Err's error once a Counter met more than its Limits.
+var ErrTooMany = errors.New("more distinct names than the counter keeps")
 
 // candidate is how a key could be classified once the namespaces are
 // known: resource (with its API group), the parts between the resource
@@ -38,49 +67,120 @@ type keyspaceCount struct {
 	objects    int64
 	namespaces map[string]struct{}
 	candidates map[candidate]int64
+	// cut is true when a name of this keyspace was cut on insertion.
+	cut bool
 }
 
-// NewCounter returns an empty Counter.
+// NewCounter returns an empty Counter without bounds: for a snapshot read
+// inside a Job of its own, whose memory bounds it.
 func NewCounter() *Counter {
-	return &Counter{keyspaces: map[string]*keyspaceCount{}}
+	return NewBoundedCounter(Limits{})
+}
+
+// NewBoundedCounter returns an empty Counter that keeps at most l.
+func NewBoundedCounter(l Limits) *Counter {
+	return &Counter{keyspaces: map[string]*keyspaceCount{}, names: map[string]string{}, limits: l}
 }
 
 // Keys is how many keys were added.
 func (c *Counter) Keys() int64 { return c.keys }
 
+// Err is ErrTooMany (wrapped, naming the bound) once a key needed more
+// than the Counter's Limits: from then on the counts are incomplete and
+// Add keeps nothing new. nil while they hold.
+func (c *Counter) Err() error { return c.err }
+
 // Add counts one live key.
 func (c *Counter) Add(key []byte) {
 	c.keys++
-	if len(key) < 2 || key[0] != '/' {
+	if len(key) < 2 || key[0] != '/' || c.err != nil {
 		return
 	}
 	prefix, rest := key, []byte(nil)
 	if i := bytes.IndexByte(key[1:], '/'); i >= 0 {
 		prefix, rest = key[:i+1], key[i+2:]
 	}
-	ks := c.keyspaces[string(prefix)]
+	name, cut := c.name(prefix)
+	ks := c.keyspaces[name]
 	if ks == nil {
+		if !c.room(c.limits.Keyspaces > 0 && len(c.keyspaces) >= c.limits.Keyspaces, "key prefixes", c.limits.Keyspaces) {
+			return
+		}
 		ks = &keyspaceCount{namespaces: map[string]struct{}{}, candidates: map[candidate]int64{}}
-		c.keyspaces[string(prefix)] = ks
+		c.keyspaces[name] = ks
 	}
+	ks.cut = ks.cut || cut
 	ks.objects++
-	parts := strings.Split(string(rest), "/")
-	if len(parts) == 2 && parts[0] == "namespaces" && parts[1] != "" {
-		ks.namespaces[parts[1]] = struct{}{}
+	parts := bytes.Split(rest, []byte("/"))
+	if len(parts) == 2 && string(parts[0]) == "namespaces" && len(parts[1]) > 0 {
+		n, cut := c.name(parts[1])
+		if _, ok := ks.namespaces[n]; !ok {
+			if !c.room(c.full(), "names", c.limits.Entries) {
+				return
+			}
+			ks.namespaces[n] = struct{}{}
+			c.entries++
+		}
+		ks.cut = ks.cut || cut
 	}
 	resource, r := parts[0], parts[1:]
-	if strings.Contains(resource, ".") && len(parts) >= 2 {
-		resource, r = parts[0]+"/"+parts[1], parts[2:]
+	if bytes.IndexByte(resource, '.') >= 0 && len(parts) >= 2 {
+		resource, r = append(append(append([]byte(nil), parts[0]...), '/'), parts[1]...), parts[2:]
 	}
-	if resource == "" {
+	if len(resource) == 0 {
 		return
 	}
-	cand := candidate{resource: resource}
+	var cand candidate
+	var cuts [3]bool
+	cand.resource, cuts[0] = c.name(resource)
 	if n := len(r); n >= 2 {
-		cand.ns, cand.hasNS = r[n-2], true
-		cand.ext = strings.Join(r[:n-2], "/")
+		cand.ns, cuts[1] = c.name(r[n-2])
+		cand.hasNS = true
+		cand.ext, cuts[2] = c.name(bytes.Join(r[:n-2], []byte("/")))
+	}
+	ks.cut = ks.cut || cuts[0] || cuts[1] || cuts[2]
+	if _, ok := ks.candidates[cand]; !ok {
+		if !c.room(c.full(), "names", c.limits.Entries) {
+			return
+		}
+		c.entries++
 	}
 	ks.candidates[cand]++
+}
+
+// full: one more entry would pass the Entries bound.
+func (c *Counter) full() bool { return c.limits.Entries > 0 && c.entries >= c.limits.Entries }
+
+// room records the Counter's error when over (a bound of what, n) is
+// passed, and reports whether there is room.
+func (c *Counter) room(over bool, what string, n int) bool {
+	if over {
+		c.err = fmt.Errorf("%w: more than %d distinct %s", ErrTooMany, n, what)
+		return false
+	}
+	return true
+}
+
+// name is b as a name the Counter keeps: valid UTF-8 cut to
+// ManifestMaxName (bounded), one shared copy of each; cut reports that it
+// was cut. The copies are keyed by the name as kept, so there are no more
+// of them than names in the kept entries (distinct bytes that make the
+// same name, such as different invalid UTF-8, share one).
+func (c *Counter) name(b []byte) (string, bool) {
+	if s, ok := c.names[string(b)]; ok {
+		// Only names as kept are keys: b needed no cut.
+		return s, false
+	}
+	longer := len(b) > driverv1alpha1.ManifestMaxName+utf8.UTFMax
+	if longer {
+		b = b[:driverv1alpha1.ManifestMaxName+utf8.UTFMax]
+	}
+	s, cut := bounded(string(b))
+	if kept, ok := c.names[s]; ok {
+		return kept, longer || cut
+	}
+	c.names[s] = s
+	return s, longer || cut
 }
 
 // Keyspaces resolves the counts into the manifest's bounded form: the
@@ -109,7 +209,7 @@ func (c *Counter) Keyspaces() (ks []driverv1alpha1.KeyspaceManifest, truncated b
 }
 
 func (k *keyspaceCount) manifest(prefix string) (driverv1alpha1.KeyspaceManifest, bool) {
-	var cut, c bool
+	cut, c := k.cut, false
 	resources, namespaces := map[string]int64{}, map[string]int64{}
 	for cand, n := range k.candidates {
 		resource := cand.resource

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -89,5 +90,55 @@ func TestCounterBounds(t *testing.T) {
 	got, truncated := small.Keyspaces()
 	if !truncated || got[0].NamespaceNames[0] != long[:driverv1alpha1.ManifestMaxName] {
 		t.Fatalf("long name not cut: %v %+v", truncated, got)
+	}
+}
+
+// A Counter of NewBoundedCounter keeps at most its Limits, whatever the
+// keys (issue 37, item 1: a tenant writes its live etcd): past the
+// distinct prefixes or the entries it stops with ErrTooMany; a long name
+// is cut as it is added, so it costs no more than ManifestMaxName; and
+// distinct bytes that make the same kept name (invalid UTF-8) share one
+// copy. Seen failing with the bounds taken out of Add (no error, 2,001
+// keyspaces) and with the names kept by their bytes (a
+// 67-byte copy kept).
+func TestBoundedCounterKeepsItsLimits(t *testing.T) {
+	c := NewBoundedCounter(Limits{Keyspaces: 16, Entries: 100})
+	for i := range 2000 {
+		c.Add([]byte(fmt.Sprintf("/%04d/x", i)))
+	}
+	if !errors.Is(c.Err(), ErrTooMany) || len(c.keyspaces) != 16 || c.Keys() != 2000 {
+		t.Fatalf("distinct prefixes: %v, %d keyspaces kept, %d keys", c.Err(), len(c.keyspaces), c.Keys())
+	}
+
+	c = NewBoundedCounter(Limits{Keyspaces: 16, Entries: 100})
+	c.Add([]byte("/registry/namespaces/a"))
+	for i := range 2000 {
+		c.Add([]byte(fmt.Sprintf("/registry/res%04d/a/x", i)))
+	}
+	if !errors.Is(c.Err(), ErrTooMany) || c.entries != 100 || len(c.names) > 4*100+2 {
+		t.Fatalf("distinct resources: %v, %d entries, %d names kept", c.Err(), c.entries, len(c.names))
+	}
+
+	c = NewBoundedCounter(Limits{Keyspaces: 16, Entries: 100})
+	long := strings.Repeat("n", 64<<10)
+	c.Add([]byte("/registry/namespaces/" + long))
+	c.Add([]byte("/registry/pods/" + long + "/p"))
+	for i := range 4096 {
+		c.Add([]byte{'/', 'r', 'e', 'g', '/', 'p', 'o', 'd', 's', '/', 0x80 | byte(i&0x3f), 0x80 | byte(i>>6&0x3f), 0xff, '/', 'p'})
+	}
+	if c.Err() != nil {
+		t.Fatalf("names that cut to the same kept names: %v", c.Err())
+	}
+	for name := range c.names {
+		if len(name) > driverv1alpha1.ManifestMaxName {
+			t.Fatalf("a name of %d bytes kept", len(name))
+		}
+	}
+	if len(c.names) > 10 {
+		t.Fatalf("%d names kept for 4 distinct kept names", len(c.names))
+	}
+	ks, truncated := c.Keyspaces()
+	if !truncated || len(ks) != 1 || ks[0].NamespaceNames[0] != long[:driverv1alpha1.ManifestMaxName] || ks[0].Objects != 2 {
+		t.Fatalf("cut names: truncated=%v %+v", truncated, ks)
 	}
 }

@@ -132,6 +132,17 @@ func (r *Reconciler) skip(w *work, reason string, n int, last time.Time, msg str
 
 // newJob is the BackupJob for the run of plan due at due.
 func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJob {
+	job := BackupJobFor(plan, cronschedule.RunName(plan.Name, due))
+	job.Annotations = map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)}
+	return job
+}
+
+// BackupJobFor is a BackupJob of plan named name, as the scheduler makes
+// them (labels, planRef, application, class), so Cozystack's and the
+// driver's retention count it as the Plan's: the scheduler's runs, and
+// the new base the point-in-time capture takes after a gap
+// (internal/tenantjobs/capture/keeper), which carries no scheduled time.
+func BackupJobFor(plan *backupsv1alpha1.Plan, name string) *backupsv1alpha1.BackupJob {
 	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
 	// Names that are not label values are hashed to fit; the spec still
 	// names them exactly.
@@ -140,12 +151,7 @@ func newJob(plan *backupsv1alpha1.Plan, due time.Time) *backupsv1alpha1.BackupJo
 		backupsv1alpha1.ApplicationNameLabel: names.LabelValue(app.Name),
 	}
 	return &backupsv1alpha1.BackupJob{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   plan.Namespace,
-			Name:        cronschedule.RunName(plan.Name, due),
-			Labels:      labels,
-			Annotations: map[string]string{ScheduledAtAnnotation: due.UTC().Format(time.RFC3339)},
-		},
+		ObjectMeta: metav1.ObjectMeta{Namespace: plan.Namespace, Name: name, Labels: labels},
 		Spec: backupsv1alpha1.BackupJobSpec{
 			PlanRef:         &backupsv1alpha1.LocalObjectReference{Name: plan.Name},
 			ApplicationRef:  app,

@@ -121,7 +121,7 @@ type Reconciler struct {
 	sharing cpfence.Sharing
 	// reads makes the live-revision reads off the workers and wakes the
 	// restore when one ends (through wake).
-	reads *liverevision.Reads
+	reads *liverevision.Reads[int64]
 	wake  chan event.GenericEvent
 }
 

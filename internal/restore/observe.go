@@ -146,7 +146,7 @@ type observation struct {
 // revisionRead is where one read of the live revision stands.
 type revisionRead struct {
 	state  liverevision.State
-	result liverevision.Result
+	result liverevision.Result[int64]
 }
 
 // observe reads the world for job. It returns nil when job is gone.

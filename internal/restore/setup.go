@@ -193,7 +193,7 @@ func (r *Reconciler) awaitKamaji(ctx context.Context) bool {
 // goroutine of its own, and its end wakes the RestoreJob waiting for it.
 func (r *Reconciler) setupReads(mgr ctrl.Manager) {
 	r.wake = make(chan event.GenericEvent, 1024)
-	r.reads = &liverevision.Reads{
+	r.reads = &liverevision.Reads[int64]{
 		Log: mgr.GetLogger().WithName("live-revision"),
 		Wake: func(job types.NamespacedName) {
 			select {

@@ -118,7 +118,7 @@ func decideRecheck(o *observation) (decision, bool) {
 			"the live revision (%d when the snapshot was staged) could not be read again before the purge (%d attempts: %s), so the restored revision might fall below one the cluster's clients saw; the live cluster was not touched; see the driver's log, then create the RestoreJob again",
 			floor, rc.result.Attempt, liverevision.TenantMessage(rc.result.Err))), false
 	}
-	if now := rc.result.Revision; now-floor >= stagingjob.RecheckBudget {
+	if now := rc.result.Value; now-floor >= stagingjob.RecheckBudget {
 		return failure(o, backupsv1alpha1.ReasonLiveRevisionOvertaken, fmt.Sprintf(
 			"the live cluster went from revision %d, which the snapshot was staged above, to %d before the purge: %d writes or more landed while the snapshot was staged, more than the %d the purge allows, so the restored revision could fall below one the cluster's clients saw; the live cluster was not touched; stop the etcd's other writers (the restore fences Kamaji control planes, not other clients) and create the RestoreJob again",
 			floor, now, now-floor, stagingjob.RecheckBudget)), false
@@ -217,7 +217,7 @@ func (r *Reconciler) stage(ctx context.Context, o *observation) error {
 	if o.liveRead.state != liverevision.Done {
 		read.Err = errors.New("the live revision was not read")
 	}
-	live := read.Revision
+	live := read.Value
 	if read.Err != nil {
 		live = 0
 	}

@@ -128,7 +128,7 @@ func stagedAbove(o *observation, live int64) {
 
 // rechecked records the read made just before the purge.
 func rechecked(o *observation, rev int64, err error, attempt int) {
-	o.recheck = revisionRead{state: liverevision.Done, result: liverevision.Result{Revision: rev, Err: err, Ended: o.now, Attempt: attempt}}
+	o.recheck = revisionRead{state: liverevision.Done, result: liverevision.Result[int64]{Value: rev, Err: err, Ended: o.now, Attempt: attempt}}
 }
 
 func purgedWorld(o *observation) {

@@ -16,8 +16,9 @@
 //	tenantjobs/rehearsal       the rehearsal Job's spec and the dry-run controller
 //	tenantjobs/rehearsal/step  `etcd-stage rehearse`: its flags and report, which the driver links
 //	tenantjobs/rehearsal/step/run  the step itself, which alone links etcd's server
-//	tenantjobs/capture         `etcd-stage capture`'s options and report (point-in-time restore's change capture)
+//	tenantjobs/capture         `etcd-stage capture`'s options, report and progress record (point-in-time restore's change capture)
 //	tenantjobs/capture/step    the capture itself
+//	tenantjobs/capture/keeper  the capture controller: the capture Deployment, its grant, its record and window
 //
 // Arrows point down: a controller imports its Job's spec, the spec its
 // step and this package, a step the staging step (every step fetches and

@@ -95,6 +95,11 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	o.SkipControllerNameValidation = true
 	o.Clock = clk
 	o.ProvenanceRefresh = 200 * time.Millisecond
+	// An image for the point-in-time capture (no kubelet runs it: the
+	// test writes what the capture would report); the inspection, which
+	// the image would turn on too, stays off as before.
+	o.StagingImage = "registry.example/etcd-backup-driver:test"
+	o.DisabledControllers = append(o.DisabledControllers, "backupinspection")
 	o.BackupVerifier = func(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 		if b.Labels[forgedLabel] == "true" {
 			return time.Time{}, false, nil
@@ -118,7 +123,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			g.Expect(c.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 		}
 	}
-	for _, ns := range []string{"tenant-fresh", "tenant-stale", "tenant-missing", "tenant-noplan", "tenant-forged", "tenant-drill"} {
+	for _, ns := range []string{"tenant-fresh", "tenant-stale", "tenant-missing", "tenant-noplan", "tenant-forged", "tenant-drill", "tenant-capture"} {
 		create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
 	// The class the Plans name binds Etcd applications to the Etcd
@@ -174,6 +179,15 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 		return series(s, "etcd_backup_driver_plan_last_successful_rehearsal_timestamp_seconds", "plan", "rehearsed"), err
 	}).WithTimeout(30 * time.Second).Should(Equal(float64(lastGood.Unix())))
 
+	// tenant-capture turned point-in-time capture on; its capture last
+	// reported a change 40 minutes before the scrapes begin, more than
+	// the 60 s the StrategyPolicy allows.
+	lagging := captureLagging(ctx, g, c, keys, end.Add(-2*time.Hour), end.Add(-70*time.Minute))
+	g.Eventually(func() (float64, error) {
+		s, err := scrapeURL("http://" + o.MetricsAddr + "/metrics")
+		return series(s, "etcd_backup_driver_capture_max_lag_seconds", "plan", lagging), err
+	}).WithTimeout(30 * time.Second).Should(Equal(60.0))
+
 	// Two of them back up with strategy s3 using the same S3 access key
 	// (their Secrets exist before the strategy: a namespace whose Secret
 	// is missing when the strategy is first read is only read again at
@@ -213,7 +227,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	g.Eventually(func() (int, error) {
 		s, err := scrapeURL(url)
 		return len(s["etcd_backup_driver_last_success_timestamp_seconds"].GetMetric()), err
-	}).WithTimeout(30 * time.Second).Should(Equal(4))
+	}).WithTimeout(30 * time.Second).Should(Equal(5))
 
 	h := history{end: end}
 	record := func(from, to int) {
@@ -265,7 +279,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	record(-10, 0)
 
 	ruleSet := renderedRules(t)
-	g.Expect(ruleSet).To(HaveLen(13))
+	g.Expect(ruleSet).To(HaveLen(14))
 
 	t.Run("each alert fires for the application or failure it is about, and only then", func(t *testing.T) {
 		g := NewWithT(t)
@@ -282,6 +296,7 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			`EtcdBackupSharedCredentials{strategy="s3"}`,
 			`EtcdBackupBrokerPlatformKeys{strategy="brokered"}`,
 			`EtcdBackupRehearsalOverdue{namespace="tenant-drill",plan="never"}`,
+			`EtcdBackupPointInTimeLagging{namespace="tenant-capture",plan="pitr"}`,
 		))
 	})
 

@@ -44,6 +44,7 @@ var reasonKinds = map[string]string{
 	"backups/v1alpha1/plan_conditions.go":          "plan",
 	"strategy/v1alpha1/etcd_conditions.go":         "etcd-strategy",
 	"driver/v1alpha1/strategypolicy_conditions.go": "strategypolicy",
+	"driver/v1alpha1/captureprogress_types.go":     "captureprogress",
 }
 
 // peerAPIs are the folders of api/ that copy another project's types
@@ -62,6 +63,7 @@ var successes = map[string]bool{
 	"PolicyValid":         true, // Plan PolicyValid=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False
 	"Accepted":            true, // StrategyPolicy Valid=True
+	"Following":           true, // CaptureProgress Capturing=True
 }
 
 // reasonName matches the name of a reason constant: BackupReasonX,

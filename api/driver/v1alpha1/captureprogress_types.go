@@ -38,7 +38,8 @@ type CaptureGap struct {
 }
 
 // CaptureProgressStatus is what the capture Pod reports of its chain, at
-// most once a segment (and about once a minute while the etcd is quiet).
+// most once a segment (and about once a minute while the etcd is quiet),
+// and the window and condition the driver derives from it.
 // The Pod writes it with a token that may patch this one object's status
 // and nothing else; tenants can run Pods as that ServiceAccount, so the
 // driver reads it as tenant input: for the window shown and the lag,
@@ -69,7 +70,56 @@ type CaptureProgressStatus struct {
 	// UpdatedAt is when the capture wrote this status.
 	// +optional
 	UpdatedAt *metav1.MicroTime `json:"updatedAt,omitempty"`
+
+	// Window is the recoverable window as the driver shows it (the
+	// driver writes it, the capture never does).
+	// +optional
+	Window *CaptureWindow `json:"window,omitempty"`
+	// Conditions are the driver's: Capturing.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// CaptureWindow is the span a restore to a point can reach: from the
+// base Backup of the oldest chain that runs without a gap into the
+// current one, to the newest change the capture made durable (or the
+// last time it saw the etcd with nothing more to send).
+type CaptureWindow struct {
+	// From is when the window's first base Backup was taken.
+	From metav1.Time `json:"from"`
+	// FromBackup names that Backup.
+	// +kubebuilder:validation:MaxLength=253
+	FromBackup string `json:"fromBackup"`
+	// To is the newest point the capture made durable (none yet: the
+	// window is the base Backup alone).
+	// +optional
+	To *metav1.MicroTime `json:"to,omitempty"`
+}
+
+// The CaptureProgress's condition and its reasons.
+const (
+	// CaptureConditionCapturing is True while the capture follows its
+	// etcd within the admin's maxLagSeconds.
+	CaptureConditionCapturing = "Capturing"
+	// CaptureReasonFollowing: the newest durable change is recent.
+	CaptureReasonFollowing = "Following"
+	// CaptureReasonStarting: the capture has not reported its chain yet.
+	CaptureReasonStarting = "Starting"
+	// CaptureReasonStalled: the newest durable change is older than
+	// maxLagSeconds.
+	CaptureReasonStalled = "Stalled"
+	// CaptureReasonGap: the chain ended (the watch fell behind a
+	// compaction, another cluster answered, ...): the window ends there
+	// and a new base Backup is taken.
+	CaptureReasonGap = "Gap"
+	// CaptureReasonRefused: the driver cannot run the capture (the base
+	// Backup's location is refused, or an object at the capture's name is
+	// not the driver's); the message says what to do.
+	CaptureReasonRefused = "Refused"
+)
 
 // CaptureProgress is the record of one point-in-time capture: the driver
 // creates it (and its spec) beside the capture Deployment in the tenant's
@@ -86,6 +136,8 @@ type CaptureProgressStatus struct {
 // +kubebuilder:printcolumn:name="Newest",type=integer,JSONPath=`.status.newestRevision`
 // +kubebuilder:printcolumn:name="Received",type=date,JSONPath=`.status.newestTime`
 // +kubebuilder:printcolumn:name="Gap",type=string,JSONPath=`.status.gap.reason`
+// +kubebuilder:printcolumn:name="Window-From",type=date,JSONPath=`.status.window.from`,priority=1
+// +kubebuilder:printcolumn:name="Window-To",type=date,JSONPath=`.status.window.to`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type CaptureProgress struct {
 	metav1.TypeMeta   `json:",inline"`

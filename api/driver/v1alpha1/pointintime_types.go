@@ -29,10 +29,11 @@ type PointInTime struct {
 	// +kubebuilder:validation:Maximum=50331648
 	MaxSegmentBytes *int64 `json:"maxSegmentBytes,omitempty"`
 	// MaxLagSeconds is how far behind now the newest durable change of a
-	// followed application may fall before the Plan's PointInTime
-	// condition says Stalled and the EtcdBackupPointInTimeLagging alert
-	// fires (the driver's etcd_backup_driver_point_in_time_max_lag_seconds
-	// carries it to the rule). Default 300, at least 30.
+	// followed application may fall before its CaptureProgress's
+	// Capturing condition says Stalled and the EtcdBackupPointInTimeLagging
+	// alert fires (the driver's etcd_backup_driver_capture_max_lag_seconds
+	// carries it to the rule, beside etcd_backup_driver_capture_lag_seconds).
+	// Default 300, at least 30.
 	// +optional
 	// +kubebuilder:default=300
 	// +kubebuilder:validation:Minimum=30

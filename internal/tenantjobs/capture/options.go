@@ -57,6 +57,9 @@ type Options struct {
 	// SegmentInterval and SegmentBytes bound a segment.
 	SegmentInterval time.Duration
 	SegmentBytes    int64
+	// Progress is the record the capture reports its chain's progress
+	// in (none when not Set).
+	Progress ProgressRecord
 	// TerminationLog receives the Report; empty means
 	// report.TerminationLog.
 	TerminationLog string
@@ -92,6 +95,9 @@ func (o Options) Validate() error {
 	if tls && (o.EtcdCert == "" || o.EtcdKey == "" || o.EtcdCA == "") {
 		return fmt.Errorf("%w: --etcd-cert, --etcd-key and --etcd-ca go together", stagingstep.ErrArguments)
 	}
+	if o.Progress.Set() != (o.Progress.TokenFile != "" && o.Progress.CAFile != "") {
+		return fmt.Errorf("%w: --progress, --progress-token-file and --progress-ca-file go together", stagingstep.ErrArguments)
+	}
 	if len(o.EtcdEndpoints) > 16 {
 		return fmt.Errorf("%w: more than 16 etcd endpoints", stagingstep.ErrArguments)
 	}
@@ -125,6 +131,9 @@ func (o Options) Args() []string {
 	}
 	args = append(args, "--prefix="+o.Prefix, "--base-revision="+strconv.FormatInt(o.Base.Revision, 10), "--base-sha256="+o.Base.SHA256,
 		"--segment-interval="+o.SegmentInterval.String(), "--segment-bytes="+strconv.FormatInt(o.SegmentBytes, 10))
+	if o.Progress.Set() {
+		args = append(args, "--progress="+o.Progress.flag(), "--progress-token-file="+o.Progress.TokenFile, "--progress-ca-file="+o.Progress.CAFile)
+	}
 	return append(args, stagingstep.TerminationLogArgs(o.TerminationLog)...)
 }
 
@@ -133,7 +142,7 @@ func (o Options) Args() []string {
 // report still reaches --termination-log.
 func Parse(args []string, stderr io.Writer) (Options, error) {
 	o := Options{SegmentInterval: DefaultSegmentInterval, SegmentBytes: DefaultSegmentBytes}
-	var endpoints, cidrs string
+	var endpoints, cidrs, progress string
 	fs := flag.NewFlagSet("etcd-stage "+Subcommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&endpoints, "etcd-endpoints", "", "Comma-separated client URLs of the tenant's etcd.")
@@ -151,12 +160,22 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.StringVar(&o.Base.SHA256, "base-sha256", "", "Recorded sha256 of the base Backup's snapshot, 64 lower-case hex digits.")
 	fs.DurationVar(&o.SegmentInterval, "segment-interval", DefaultSegmentInterval, "Cut a segment at most this long after its first change.")
 	fs.Int64Var(&o.SegmentBytes, "segment-bytes", DefaultSegmentBytes, "Cut a segment once its changes reach this many bytes.")
+	fs.StringVar(&progress, "progress", "", "namespace/name of the CaptureProgress record whose status the capture writes (none when empty).")
+	fs.StringVar(&o.Progress.TokenFile, "progress-token-file", "", "File of the ServiceAccount token that may patch the record's status (read again at every write).")
+	fs.StringVar(&o.Progress.CAFile, "progress-ca-file", "", "File of the API server's CA bundle (PEM).")
 	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report (default "+report.TerminationLog+").")
+	var recErr error
 	err := stagingstep.ParseFlags(fs, args, func() {
 		o.EtcdEndpoints, o.AllowedEndpointCIDRs = splitList(endpoints), splitList(cidrs)
+		var rec ProgressRecord
+		rec, recErr = parseRecord(progress)
+		o.Progress.Namespace, o.Progress.Name = rec.Namespace, rec.Name
 	})
 	if err != nil {
 		return o, err
+	}
+	if recErr != nil {
+		return o, fmt.Errorf("%w: %w", stagingstep.ErrArguments, recErr)
 	}
 	return o, o.Validate()
 }

@@ -21,6 +21,7 @@ func goodOptions() Options {
 		AllowedEndpointCIDRs: []string{"10.0.0.0/8"}, Prefix: "tenant-a/etcd",
 		Base:            changelog.Base{Revision: 42, SHA256: strings.Repeat("ab", 32)},
 		SegmentInterval: 5 * time.Second, SegmentBytes: 1 << 20, TerminationLog: "/tmp/log",
+		Progress: ProgressRecord{Namespace: "tenant-a", Name: "etcd-capture-x", TokenFile: "/var/run/token", CAFile: "/var/run/ca.crt"},
 	}
 }
 
@@ -59,6 +60,8 @@ func TestValidateRefuses(t *testing.T) {
 		{"a base sha256 in capitals", func(o *Options) { o.Base.SHA256 = strings.Repeat("AB", 32) }},
 		{"segments every 100 ms", func(o *Options) { o.SegmentInterval = 100 * time.Millisecond }},
 		{"segments above the format's room", func(o *Options) { o.SegmentBytes = MaxSegmentBytes + 1 }},
+		{"a record without a token", func(o *Options) { o.Progress.TokenFile = "" }},
+		{"a token without a record", func(o *Options) { o.Progress.Name = "" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := goodOptions()
@@ -70,6 +73,12 @@ func TestValidateRefuses(t *testing.T) {
 	}
 	if _, err := Parse([]string{"--bucket=b", "stray"}, io.Discard); !errors.Is(err, stagingstep.ErrArguments) {
 		t.Fatalf("a stray argument: %v", err)
+	}
+	for _, bad := range []string{"name-only", "/name", "ns/", "ns/a/b"} {
+		args := append(goodOptions().Args(), "--progress="+bad)
+		if _, err := Parse(args, io.Discard); !errors.Is(err, stagingstep.ErrArguments) {
+			t.Fatalf("--progress=%s: %v", bad, err)
+		}
 	}
 }
 

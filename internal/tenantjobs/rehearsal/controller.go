@@ -6,10 +6,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
@@ -64,14 +66,29 @@ type Reconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	// censuses are the live counts read when each rehearsal started, by
-	// memoKey; a restarted driver counts again at the end.
-	mu       sync.Mutex
-	censuses map[string]liverevision.Census
+	// censuses run the censuses off the workers (a census walks a whole
+	// etcd the tenant controls, up to liverevision.CensusTimeout) and
+	// keep each dry run's, which its end compares with, until it ends
+	// (SetupWithManager).
+	censuses *liverevision.Reads[liverevision.Census]
+	wake     chan event.GenericEvent
+
+	mu sync.Mutex
 	// made are the Jobs this process created, by memoKey, until the
 	// cache shows them.
 	made map[string]*batchv1.Job
 }
+
+// CensusSlots is how many censuses run at once, of different
+// namespaces: each holds a page of keys and its counts in the driver's
+// memory, within liverevision's bounds (18 MiB at the most, make bench:
+// BenchmarkHostileCensusHeap), so three add up to 54 MiB of the driver's
+// 256 Mi at the worst.
+const CensusSlots = 3
+
+// censusPoll is how often a dry run waiting for its census looks again,
+// should the census's wake be lost.
+const censusPoll = 30 * time.Second
 
 // DefaultDeadline bounds a rehearsal Job.
 const DefaultDeadline = time.Hour
@@ -93,25 +110,36 @@ func (r *Reconciler) deadline() time.Duration {
 	return DefaultDeadline
 }
 
-func (r *Reconciler) census(uid string) (liverevision.Census, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c, ok := r.censuses[uid]
-	return c, ok
-}
-
-func (r *Reconciler) keepCensus(uid string, c liverevision.Census) {
+// reads runs the censuses (SetupWithManager makes it with a wake; one
+// made here wakes nothing, and a dry run looks again after censusPoll).
+func (r *Reconciler) reads() *liverevision.Reads[liverevision.Census] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.censuses == nil {
-		r.censuses = map[string]liverevision.Census{}
+		r.censuses = r.newCensuses(logr.Discard(), nil)
 	}
-	r.censuses[uid] = c
+	return r.censuses
 }
 
-// memoKey is what the process keeps a dry run's census and Job under: its
-// namespace and name, which a deleted RestoreJob's last reconcile still
-// knows, and its UID, so a new RestoreJob of the same name starts afresh.
+// newCensuses makes the census runner: CensusSlots at once, each within
+// the census's own timeout, waking the dry run through wake.
+func (r *Reconciler) newCensuses(log logr.Logger, wake func(types.NamespacedName)) *liverevision.Reads[liverevision.Census] {
+	c := &liverevision.Reads[liverevision.Census]{
+		Timeout: liverevision.CensusTimeout + liverevision.DefaultTimeout,
+		Slots:   CensusSlots,
+		Wake:    wake,
+		Log:     log,
+	}
+	if r.Census != nil {
+		c.Read = r.Census.Census
+	}
+	return c
+}
+
+// memoKey is what the process keeps a dry run's Job under: its namespace
+// and name, which a deleted RestoreJob's last reconcile still knows, and
+// its UID, so a new RestoreJob of the same name starts afresh. Its
+// censuses are kept by UID (and forgotten by name too).
 func memoKey(rj *backupsv1alpha1.RestoreJob) string {
 	return rj.Namespace + "/" + rj.Name + "/" + string(rj.UID)
 }
@@ -119,13 +147,9 @@ func memoKey(rj *backupsv1alpha1.RestoreJob) string {
 // forgetName forgets every dry run kept under the name of nn.
 func (r *Reconciler) forgetName(nn types.NamespacedName) {
 	prefix := nn.Namespace + "/" + nn.Name + "/"
+	r.reads().ForgetName(nn)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.censuses {
-		if strings.HasPrefix(k, prefix) {
-			delete(r.censuses, k)
-		}
-	}
 	for k := range r.made {
 		if strings.HasPrefix(k, prefix) {
 			delete(r.made, k)
@@ -133,11 +157,12 @@ func (r *Reconciler) forgetName(nn types.NamespacedName) {
 	}
 }
 
-func (r *Reconciler) forget(uid string) {
+// forget forgets the dry run rj: its census and its Job.
+func (r *Reconciler) forget(rj *backupsv1alpha1.RestoreJob) {
+	r.reads().Forget(rj.UID)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.censuses, uid)
-	delete(r.made, uid)
+	delete(r.made, memoKey(rj))
 }
 
 func (r *Reconciler) madeJob(uid string) *batchv1.Job {

@@ -41,7 +41,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	uid := memoKey(rj)
 	if !restoreoptions.IsDryRun(rj) || rj.Status.Phase.IsTerminal() || !rj.DeletionTimestamp.IsZero() {
-		r.forget(uid)
+		r.forget(rj)
 		return ctrl.Result{}, nil
 	}
 	b := &backupsv1alpha1.Backup{}
@@ -70,9 +70,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if rj.Status.Rehearsal == nil {
 		// Count the live cluster first: its revision is the Job's floor,
 		// recorded in the status (which the tenant cannot write) before
-		// the Job exists, so a restarted driver builds the same Job.
-		c, unread := r.readLive(ctx, rj.Namespace)
-		r.keepCensus(uid, c)
+		// the Job exists, so a restarted driver builds the same Job. The
+		// census runs off the workers; its end wakes the RestoreJob.
+		c, unread, counted := r.liveCensus(rj, liverevision.ForRehearsal)
+		if !counted {
+			return ctrl.Result{RequeueAfter: censusPoll}, nil
+		}
 		return ctrl.Result{}, r.start(ctx, rj, c, unread)
 	}
 	spec.LiveRevision = rj.Status.Rehearsal.RevisionBefore
@@ -139,18 +142,47 @@ func (r *Reconciler) jobGone(ctx context.Context, made *batchv1.Job) (bool, erro
 	return made.UID != "" && j.UID != made.UID, nil
 }
 
-// readLive counts the live cluster; unread is what a tenant may read of
-// why it could not be ("" when it was read).
-func (r *Reconciler) readLive(ctx context.Context, ns string) (liverevision.Census, string) {
+// liveCensus is the dry run's census for purpose p: counted once it
+// ended, with unread what a tenant may read of why the live cluster could
+// not be counted ("" when it was: a census past liverevision's bounds is
+// unread too, never a count). A census not yet taken is started off the
+// workers (its end wakes the RestoreJob); it is kept until the dry run
+// ends (census), so it is taken once.
+func (r *Reconciler) liveCensus(rj *backupsv1alpha1.RestoreJob, p liverevision.Purpose) (c liverevision.Census, unread string, counted bool) {
 	if r.Census == nil {
-		return liverevision.Census{}, "the driver has no access to tenant etcd clusters"
+		return liverevision.Census{}, "the driver has no access to tenant etcd clusters", true
 	}
-	c, err := r.Census.Census(ctx, ns)
-	if err != nil {
-		logr.FromContextOrDiscard(ctx).Info("the live cluster could not be counted; rehearsing with etcd's blind revision bump", "error", err.Error())
-		return liverevision.Census{}, liverevision.TenantMessage(err)
+	k := liverevision.Key{Job: rj.UID, Purpose: p}
+	switch st, res := r.reads().Look(k); st {
+	case liverevision.NotStarted:
+		// One census of a namespace's etcd at a time: a tenant's dry runs
+		// take one of the CensusSlots, never all. The one running wakes
+		// only its own dry run; this one looks again after censusPoll.
+		if !r.reads().Busy(rj.Namespace) {
+			r.reads().Start(k, client.ObjectKeyFromObject(rj), rj.Namespace)
+		}
+		return liverevision.Census{}, "", false
+	case liverevision.Running:
+		return liverevision.Census{}, "", false
+	default:
+		if res.Err != nil {
+			return liverevision.Census{}, liverevision.TenantMessage(res.Err), true
+		}
+		return res.Value, "", true
 	}
-	return c, ""
+}
+
+// census is the dry run's census as its start took it; ok is false when
+// this process holds none (it restarted since the start).
+func (r *Reconciler) census(rj *backupsv1alpha1.RestoreJob) (c liverevision.Census, unread string, ok bool) {
+	st, res := r.reads().Look(liverevision.Key{Job: rj.UID, Purpose: liverevision.ForRehearsal})
+	switch {
+	case st != liverevision.Done:
+		return liverevision.Census{}, "", false
+	case res.Err != nil:
+		return liverevision.Census{}, liverevision.TenantMessage(res.Err), true
+	}
+	return res.Value, "", true
 }
 
 // ownerRef makes the Job the RestoreJob's: deleting the RestoreJob
@@ -191,9 +223,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	rj.Status.StartedAt = &now
 	rj.Status.Rehearsal = &driverv1alpha1.RehearsalReport{RevisionBefore: c.Revision}
-	if c.Counter != nil {
-		rj.Status.Rehearsal.KeysBefore = c.Counter.Keys()
-	}
+	rj.Status.Rehearsal.KeysBefore = c.Now.Keys
 	msg := "rehearsing Backup " + rj.Spec.BackupRef.Name + " in a Job of its own; nothing live is changed"
 	if unread != "" {
 		msg += "; the live cluster could not be read (" + unread + "), so the revision is raised by etcd's blind bump"
@@ -208,28 +238,26 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 	return nil
 }
 
-// succeed reports a rehearsal that booted and read back.
+// succeed reports a rehearsal that booted and read back, compared with
+// the census its start took.
 func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, rep step.Report) error {
-	c, ok := r.census(string(rj.UID))
-	unread := ""
-	if !ok {
-		// A restarted driver counts the live cluster again: it may have
-		// moved since the start, which the message says.
-		c, unread = r.readLive(ctx, rj.Namespace)
-	}
+	c, unread, ok := r.census(rj)
 	before := rj.Status.Rehearsal.RevisionBefore
 	var now *driverv1alpha1.BackupManifest
-	if c.Counter != nil && before > 0 {
-		ks, cut := c.Counter.Keyspaces()
-		now = &driverv1alpha1.BackupManifest{Keys: c.Counter.Keys(), Keyspaces: ks, Truncated: cut}
-	} else if unread == "" && before == 0 {
-		unread = "it was not readable when the rehearsal started"
+	switch {
+	case before == 0:
+		if unread == "" {
+			unread = "it was not readable when the rehearsal started"
+		}
+	case !ok:
+		// A driver restarted since the start lost its counts, and does
+		// not count the live cluster a second time.
+		unread = "the live counts were lost with a driver restart, and the live cluster is not counted twice"
+	default:
+		now = &c.Now
 	}
 	report := newReport(now, before, rep)
 	msg := summary(report, unread)
-	if !ok && unread == "" {
-		msg += " (counts now were read again after a driver restart)"
-	}
 	return r.finish(ctx, rj, b, true, backupsv1alpha1.ReasonRehearsed, msg, &report)
 }
 
@@ -267,7 +295,9 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	if err := r.Client.Status().Patch(ctx, rj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal's end on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
 	}
-	r.forget(string(rj.UID))
+	// What this process keeps of the dry run (its census, its Job) is
+	// forgotten once a reconcile reads it ended: one from a cache that
+	// does not show the end yet still finds it, and counts nothing again.
 	r.event(rj, reason, msg, !ok)
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,9 +25,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/keywalk"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
@@ -116,11 +115,34 @@ func TestMain(m *testing.M) {
 }
 
 // plainCensus counts a namespace's live etcd (a real etcd process of the
-// test, plain http on loopback) with the same walk and Counter as
-// liverevision.Census, whose TLS dialling is tested in its package.
+// test, plain http on loopback) with the same count as
+// liverevision.Census (liverevision.Count), whose TLS dialling is tested
+// in its package. censusReads counts its reads by namespace; stalls makes
+// them wait.
 type plainCensus struct{}
 
+// censusReads holds a *atomic.Int32 by namespace: the censuses taken.
+var censusReads sync.Map
+
+func censusesOf(ns string) int32 {
+	n, _ := censusReads.LoadOrStore(ns, new(atomic.Int32))
+	return n.(*atomic.Int32).Load()
+}
+
+// stalls holds, by namespace, a channel the census of that namespace
+// waits for: an etcd that takes its time to answer.
+var stalls sync.Map
+
 func (plainCensus) Census(ctx context.Context, ns string) (liverevision.Census, error) {
+	n, _ := censusReads.LoadOrStore(ns, new(atomic.Int32))
+	n.(*atomic.Int32).Add(1)
+	if stall, ok := stalls.Load(ns); ok {
+		select {
+		case <-stall.(chan struct{}):
+		case <-ctx.Done():
+			return liverevision.Census{}, ctx.Err()
+		}
+	}
 	url, ok := lives.Load(ns)
 	if !ok {
 		return liverevision.Census{}, fmt.Errorf("no live etcd for %s", ns)
@@ -130,9 +152,7 @@ func (plainCensus) Census(ctx context.Context, ns string) (liverevision.Census, 
 		return liverevision.Census{}, err
 	}
 	defer cli.Close()
-	c := liverevision.Census{Counter: manifest.NewCounter()}
-	c.Revision, err = keywalk.Walk(ctx, cli, 0, c.Counter.Add)
-	return c, err
+	return liverevision.Count(ctx, cli)
 }
 
 // runJobs plays the Job controller and the kubelet for rehearsal Jobs

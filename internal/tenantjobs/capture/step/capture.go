@@ -76,6 +76,8 @@ type capturer struct {
 	// received, when set (by tests), hears each revision held whole.
 	received func(rev int64)
 	retry    watchRetry
+	// rec tells the driver the chain's progress (nil: no record).
+	rec *progressWriter
 }
 
 // watchRetry is how the capture rides out a broken watch.
@@ -98,7 +100,13 @@ var defaultWatchRetry = watchRetry{create: 15 * time.Second, failures: 8,
 // run captures until ctx ends (nil: everything whole is durable) or the
 // chain cannot go on.
 func (c *capturer) run(ctx context.Context) error {
-	if err := c.resume(ctx); err != nil {
+	err := c.resume(ctx)
+	if c.idx.Version != 0 {
+		// The driver learns at once that this capture runs, on which
+		// chain, and whether the chain had ended.
+		c.rec.note(ctx, c.idx, true)
+	}
+	if err != nil {
 		return err
 	}
 	failures := 0
@@ -108,7 +116,7 @@ func (c *capturer) run(ctx context.Context) error {
 		var se storeError
 		switch {
 		case ctx.Err() != nil:
-			return c.flush()
+			return c.stop()
 		case errors.As(err, &g):
 			return c.end(ctx, g)
 		case errors.As(err, &se):
@@ -124,7 +132,7 @@ func (c *capturer) run(ctx context.Context) error {
 		fmt.Fprintf(c.log, "etcd-stage capture: the watch broke (%v); again in %s\n", err, wait)
 		select {
 		case <-ctx.Done():
-			return c.flush()
+			return c.stop()
 		case <-time.After(wait):
 		}
 	}
@@ -213,6 +221,7 @@ func (c *capturer) follow(ctx context.Context) (progressed bool, err error) {
 			c.cut, c.cutDue = nil, true
 		case <-tick.C:
 			err = w.requestProgress()
+			c.rec.due(ctx)
 		}
 		if err == nil && c.cutDue && c.open == 0 {
 			err = c.seal(ctx)

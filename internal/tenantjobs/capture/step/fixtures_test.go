@@ -105,6 +105,11 @@ type running struct {
 // startCapture runs `etcd-stage capture` with o until stop (SIGTERM's
 // context) or its own end.
 func startCapture(t testing.TB, o capture.Options) *running {
+	return startCaptureEnv(t, o, env)
+}
+
+// startCaptureEnv is startCapture with the environment env.
+func startCaptureEnv(t testing.TB, o capture.Options, env func(string) string) *running {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{cancel: cancel, done: make(chan int, 1), stderr: &syncBuffer{}, o: o}

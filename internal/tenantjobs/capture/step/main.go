@@ -49,11 +49,16 @@ func newCapturer(o capture.Options, env func(string) string, stderr io.Writer) (
 	if err != nil {
 		return nil, err
 	}
+	rec, err := newProgressWriter(o.Progress, env, time.Now, stderr)
+	if err != nil {
+		return nil, err
+	}
 	cli, err := connect(o)
 	if err != nil {
 		return nil, err
 	}
-	return &capturer{o: o, cli: cli, store: store, lim: changelog.DefaultLimits, now: time.Now, log: stderr, noted: map[int64]struct{}{}, retry: defaultWatchRetry}, nil
+	return &capturer{o: o, cli: cli, store: store, lim: changelog.DefaultLimits, now: time.Now, log: stderr, noted: map[int64]struct{}{},
+		retry: defaultWatchRetry, rec: rec}, nil
 }
 
 // newReport is the report of a capture of o that ended with the chain

@@ -50,6 +50,7 @@ func (c *capturer) putIndex(ctx context.Context, idx changelog.Index) error {
 		return storeError{err}
 	}
 	c.idx, c.written = idx, c.now()
+	c.rec.note(ctx, idx, idx.Gap != nil)
 	return nil
 }
 
@@ -78,6 +79,16 @@ func (c *capturer) flush() error {
 	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
 	defer cancel()
 	return c.seal(ctx)
+}
+
+// stop is the capture told to stop: what is held whole is made durable
+// (flush) and the record says so at once.
+func (c *capturer) stop() error {
+	err := c.flush()
+	ctx, cancel := context.WithTimeout(context.Background(), progressTimeout)
+	defer cancel()
+	c.rec.note(ctx, c.idx, true)
+	return err
 }
 
 // end closes the chain after a gap: what was received whole before it

@@ -60,7 +60,7 @@ func read(ctx context.Context, cli *clientv3.Client, staged stagingstep.Result) 
 		}
 	}
 	c := manifest.NewCounter()
-	if _, err := keywalk.Walk(ctx, cli, rev, c.Add); err != nil {
+	if _, err := keywalk.Walk(ctx, cli, rev, func(k []byte) error { c.Add(k); return nil }); err != nil {
 		return readBack{}, fmt.Errorf("walk the restored etcd's keys: %w", err)
 	}
 	if c.Keys() != head.Count {

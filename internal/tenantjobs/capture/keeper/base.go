@@ -1,0 +1,121 @@
+package keeper
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+)
+
+// baseBackup is a Backup a chain can follow, with its signed facts.
+type baseBackup struct {
+	Backup *backupsv1alpha1.Backup
+	// Revision is the signed manifest's revision: the chain holds every
+	// revision after it.
+	Revision int64
+}
+
+// newestBase is the Plan's newest good Backup (goodbackup.Good, its
+// provenance checked with the driver's key, for this Plan and
+// application) whose inspection recorded a manifest the driver signed:
+// the manifest gives the revision the chain starts after. Spec.TakenAt is
+// set to the signed time.
+func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan) (*baseBackup, error) {
+	var list backupsv1alpha1.BackupList
+	if err := r.Client.List(ctx, &list, client.InNamespace(plan.Namespace),
+		client.MatchingLabels{backupsv1alpha1.PlanNameLabel: names.LabelValue(plan.Name)}); err != nil {
+		return nil, fmt.Errorf("list Backups of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
+	}
+	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
+	var candidates []backupsv1alpha1.Backup
+	revisions := map[string]int64{}
+	for _, b := range list.Items {
+		v, err := provenance.Verify(ctx, r.Keys, &b)
+		if err != nil {
+			return nil, err
+		}
+		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(&b, true) || b.Status.Artifact == nil {
+			continue
+		}
+		rev, err := r.signedRevision(ctx, &b)
+		if err != nil {
+			return nil, err
+		}
+		if rev > 0 {
+			b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
+			candidates = append(candidates, b)
+			revisions[b.Name] = rev
+		}
+	}
+	best := goodbackup.Newest(candidates, func(*backupsv1alpha1.Backup) bool { return true })
+	if best == nil {
+		return nil, nil
+	}
+	return &baseBackup{Backup: best, Revision: revisions[best.Name]}, nil
+}
+
+// signedRevision is the revision b's manifest records when the driver
+// signed that manifest for b, else 0. (Where the manifest is kept on a
+// Backup is read here only.)
+func (r *Reconciler) signedRevision(ctx context.Context, b *backupsv1alpha1.Backup) (int64, error) {
+	m := artifact.Manifest(b)
+	if m == nil || m.Revision <= 0 {
+		return 0, nil
+	}
+	ok, err := provenance.VerifyManifest(ctx, r.Keys, b)
+	if err != nil || !ok {
+		return 0, err
+	}
+	return m.Revision, nil
+}
+
+// spec is the capture the driver runs for rec's chain on base: the S3
+// location and the tenant's key of the base Backup (its objects' prefix,
+// where the chain goes), the admin's segment bounds and memory, the
+// tenant's etcd client Service.
+func (r *Reconciler) spec(_ context.Context, plan *backupsv1alpha1.Plan, rec *driverv1alpha1.CaptureProgress, base *baseBackup,
+	p strategypolicy.Policy) (Spec, error) {
+	pit := p.PointInTime
+	src, err := artifact.Resolve(base.Backup)
+	if err != nil {
+		return Spec{}, err
+	}
+	allowHTTP := p.AllowsHTTP(src.Endpoint)
+	if err := r.Policy.CheckURL(src.Endpoint, allowHTTP); err != nil {
+		return Spec{}, err
+	}
+	prefix := path.Dir(src.Key)
+	if prefix == "." || prefix == "/" {
+		return Spec{}, fmt.Errorf("the base Backup's object %s has no prefix to keep the chain under", src.Key)
+	}
+	o := capture.Options{
+		EtcdEndpoints: []string{"https://" + liverevision.ServiceHost(plan.Namespace) + ":2379"},
+		Endpoint:      src.Endpoint, Bucket: src.Bucket, Region: src.Region, PathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle,
+		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: allowHTTP,
+		Prefix:          prefix,
+		Base:            changelog.Base{Revision: base.Revision, SHA256: strings.TrimPrefix(base.Backup.Status.Artifact.Checksum, "sha256:")},
+		SegmentInterval: pit.SegmentInterval, SegmentBytes: pit.MaxSegmentBytes,
+		TerminationLog: report.TerminationLog,
+	}
+	s := Spec{Namespace: plan.Namespace, Name: rec.Name, Record: rec.UID, Plan: plan.Name, Image: r.Image, Options: o,
+		SecretName: src.SecretName, CAPEM: r.S3CAPEM, MemoryMiB: pit.MemoryMiB}
+	if err := s.FullOptions().Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}
