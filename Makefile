@@ -19,7 +19,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the
 # Cozystack's own CRDs (config/crd/upstream/cozystack, as pinned) that
 # tests, the sandbox and the chart install instead of generating ours from
 # api/: their Go types mirror exactly the fields those CRDs serve.
-COZYSTACK_CRDS := backups.cozystack.io_backups.yaml backups.cozystack.io_plans.yaml strategy.backups.cozystack.io_etcds.yaml
+COZYSTACK_CRDS := backups.cozystack.io_backupclasses.yaml backups.cozystack.io_backupjobs.yaml backups.cozystack.io_backups.yaml backups.cozystack.io_plans.yaml strategy.backups.cozystack.io_etcds.yaml
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.
@@ -336,9 +336,13 @@ SANDBOX_IMAGE := $(filter-out 0,$(IMAGE))
 sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Run the sandbox until Ctrl-C; it prints a KUBECONFIG to use (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
 	$(BIN)/sandbox run --s3 $(SANDBOX_S3) $(if $(SANDBOX_IMAGE),--image)
 
+# The demo shows brokered keys, so it runs on MinIO unless BROKERED=0 (the
+# embedded S3 server and one shared Secret).
+DEMO_BROKERED := $(if $(filter 0,$(BROKERED)),,1)
+
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin plugin $(if $(filter minio,$(SANDBOX_S3)),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup and in-place restore of real data on the sandbox, with a summary (BROKERED=1: on MinIO, brokered keys; IMAGE=1: the driver and staging from the image).
-	BROKERED=$(filter-out 0,$(BROKERED)) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
+demo: envtest-bins stage-bin sandbox-bin plugin $(if $(DEMO_BROKERED),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup, manifest, dry run, in-place restore, a pruning Plan and a content-drop hold on the sandbox (Cozystack's CRDs, https S3), with a summary (on MinIO with brokered keys; BROKERED=0: the embedded S3 server; IMAGE=1: the driver and staging from the image).
+	BROKERED=$(DEMO_BROKERED) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
 
 .PHONY: help
 help: ## List the targets.

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# make demo: start the sandbox, run the steps of
-# examples/backups/etcd/run-all.sh against it with a Kamaji
-# TenantControlPlane (kubernetes-demo, a real kube-apiserver on the tenant
-# etcd) living in the etcd being restored, print a one-screen summary with
-# timings, and stop the sandbox whatever happens (Ctrl-C included).
+# make demo: start the sandbox (Cozystack's CRDs as pinned, S3 over https
+# with a CA of its own), run the steps of examples/backups/etcd/run-all.sh
+# against it with a Kamaji TenantControlPlane (kubernetes-demo, a real
+# kube-apiserver on the tenant etcd) living in the etcd being restored, then
+# a pruning Plan and a content-drop hold (06-plan-retention-and-hold.sh),
+# print a one-screen summary with timings, and stop the sandbox whatever
+# happens (Ctrl-C included).
 # SANDBOX_CMD runs another build of cmd/sandbox than bin/sandbox.
-# BROKERED=1 (make demo BROKERED=1) runs it on a real MinIO server
-# (bin/minio) with brokered keys: the platform key stays in the driver's
-# namespace, the tenant gets a key of its own, and the summary shows what
-# that key reaches.
+# BROKERED=1 (what make demo sets unless BROKERED=0) runs it on a real MinIO
+# server (bin/minio) with brokered keys: the platform key stays in the
+# driver's namespace, the tenant gets a key of its own, and the summary
+# shows what that key reaches.
 # IMAGE=1 (make demo IMAGE=1) is container mode: the driver and the
 # restore's staging Pod run from the image `make image` built, with podman.
 set -euo pipefail
@@ -35,7 +37,7 @@ stop() {
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-echo "demo: starting the sandbox (kube-apiserver, driver${MODE:+ from its image}, S3 ($S3_SERVER), etcd-operator and helm-controller stand-ins)..."
+echo "demo: starting the sandbox (kube-apiserver with Cozystack's CRDs, driver${MODE:+ from its image}, S3 ($S3_SERVER, https), etcd-operator, helm-controller and Kamaji stand-ins)..."
 for _ in $(seq 1 120); do
   [ -s "$ENV_FILE" ] && break
   kill -0 "$SB_PID" 2>/dev/null || { cat "$WORK/sandbox.log"; echo "demo: the sandbox did not start" >&2; exit 1; }
@@ -99,12 +101,16 @@ timed rehearsal kubectl etcd-backup restore etcd -n "$NS" --from etcd-manual --d
 bash "$EX/05-restore-in-place.sh"
 
 t() { awk -v k="$1" '$1 == k { print $2 }' "$TIMINGS"; }
+s3="$S3_ENDPOINT, its own CA (--s3-ca-file)"
 printf '\n\033[1m==> what the restore did to the control plane\033[0m\n'
 echo "    tenant etcd revision: $(t etcd-revision-before) right before the restore, $(t etcd-revision-after) after"
 echo "    RestoreJob etcd-restore conditions (ControlPlanesFenced, ControlPlanesRestarted, RevisionRaised when the driver handles control planes):"
 kubectl -n "$NS" get restorejob etcd-restore \
   -o jsonpath='{range .status.conditions[*]}      {.type}={.status} ({.reason}): {.message}{"\n"}{end}'
 tcp_state
+
+# A pruning Plan, and the content-drop hold that keeps its last good Backup.
+bash "$EX/06-plan-retention-and-hold.sh"
 
 credentials=
 if [ -n "${S3_CREDENTIAL_BROKER:-}" ]; then
@@ -137,6 +143,8 @@ cat <<TXT
 
 ================================ demo summary ================================
   sandbox start-up            ${SANDBOX_STARTUP_SECONDS}s
+  platform                    Cozystack's CRDs (config/crd/upstream/cozystack) and the
+                              driver's own; S3 at $s3
   driver                      $driver
   etcd cluster (3 members)    $(t cluster-start)s   HelmRelease -> EtcdCluster -> members ready
   sentinel data               $KEYS keys x $VALUE_SIZE B written in $(t write-sentinels)s
@@ -154,7 +162,13 @@ cat <<TXT
   tenant etcd revision        $(t etcd-revision-before) before, $(t etcd-revision-after) after   (raised only if after > before)
   control plane               TenantControlPlane $TCP on the restored etcd$credentials
   verify                      $(t verify)s   all $KEYS keys back at generation v1
+  pruning Plan                keep-last 1: Backup $(t pruned-backup) pruned $(t prune)s
+                              after the next run's Backup was inspected
+  content-drop hold           Backup $(t dropped-backup) lost the ConfigMaps: ContentDrop;
+                              $(t held-backup), the last good one, held from retention
+                              until a person released it, then pruned
   total                       ${total}s
-  RESULT                      SUCCESS: the backed-up data is back
+  RESULT                      SUCCESS: the backed-up data is back, retention pruned,
+                              and the hold kept the last good Backup
 ==============================================================================
 TXT

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"flag"
 	"fmt"
 	"os"
@@ -26,6 +27,16 @@ func keyScope(args []string) error {
 	_ = fs.Parse(args)
 	t := keyscope.Target{Endpoint: os.Getenv("S3_ENDPOINT"), Bucket: os.Getenv("S3_BUCKET"), Namespace: *ns, Secret: *secret,
 		PlatformKeyID: os.Getenv("S3_ACCESS_KEY_ID"), PlatformSecret: os.Getenv("S3_SECRET_ACCESS_KEY")}
+	if file := os.Getenv("S3_CA_FILE"); file != "" {
+		pem, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("S3_CA_FILE: %w", err)
+		}
+		t.RootCAs = x509.NewCertPool()
+		if !t.RootCAs.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("S3_CA_FILE %s holds no PEM certificate", file)
+		}
+	}
 	if t.Namespace == "" || t.Secret == "" || t.Endpoint == "" || t.Bucket == "" || t.PlatformKeyID == "" || t.PlatformSecret == "" {
 		return fmt.Errorf("keyscope needs --namespace, --secret and the sandbox's S3_* exports")
 	}

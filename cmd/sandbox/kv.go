@@ -17,7 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 )
 
-// kv writes, checks or reads data, or prints the revision, in an application's etcd. In the sandbox
+// kv writes, checks, reads or deletes data, or prints the revision, in an application's etcd. In the sandbox
 // the members' client URLs are in the ConfigMap <cluster>-sandbox-endpoints
 // the operator stand-in publishes; on a real cluster the same is done with
 // `kubectl exec` and etcdctl in a member Pod.
@@ -61,6 +61,22 @@ func kv(args []string) error {
 			return fmt.Errorf("data check failed: %w", err)
 		}
 		fmt.Printf("all %d keys under %s/ hold generation %q\n", set.N, set.Prefix, set.Gen)
+	case "put":
+		if fs.NArg() != 2 {
+			return fmt.Errorf("kv put takes a key and a value")
+		}
+		if _, err := cli.Put(ctx, fs.Arg(0), fs.Arg(1)); err != nil {
+			return err
+		}
+		fmt.Printf("put %s\n", fs.Arg(0))
+	case "delete":
+		// Every key under the prefix, as an accident or a careless
+		// controller would remove a tenant's objects.
+		resp, err := cli.Delete(ctx, set.Prefix+"/", clientv3.WithPrefix())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("deleted %d keys under %s/\n", resp.Deleted, set.Prefix)
 	case "revision":
 		// The revision every key-value store write raises; a restore
 		// without a bump takes it back to the snapshot's.

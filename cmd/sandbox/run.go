@@ -24,6 +24,7 @@ import (
 // SIGINT/SIGTERM.
 func run(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	plainHTTP := fs.Bool("plain-http", false, "S3 speaks plain http instead of https with the sandbox's own CA (a strategy then needs its StrategyPolicy's allowHTTPEndpoint)")
 	dir := fs.String("dir", "", "data folder (S3 objects, etcd members, logs); default: a temporary folder removed on exit")
 	envFile := fs.String("env-file", "", "write shell exports (KUBECONFIG, S3 endpoint and keys) here once ready")
 	verbose := fs.Bool("v", false, "log every controller's output to stderr")
@@ -46,9 +47,10 @@ func run(args []string) error {
 
 	started := time.Now()
 	sb, err := sandbox.Start(sandbox.Options{
-		Dir:      *dir,
-		S3Server: sandbox.S3Server(*s3),
-		Image:    *image,
+		Dir:       *dir,
+		S3Server:  sandbox.S3Server(*s3),
+		Image:     *image,
+		PlainHTTP: *plainHTTP,
 		Driver: func(o *manager.Options) {
 			o.RestoreDeadline, o.BackupDeadline = *restoreDeadline, *backupDeadline
 		},
@@ -76,6 +78,9 @@ func run(args []string) error {
 		{"SANDBOX_BIN", self},
 		{"SANDBOX_DIR", sb.Dir},
 		{"S3_ENDPOINT", sb.S3URL},
+		// The CA S3's https certificate chains to: the driver has it as
+		// --s3-ca-file; clients of S3 (aws --ca-bundle, mc) need it too.
+		{"S3_CA_FILE", sb.S3CAFile},
 		{"S3_BUCKET", sandbox.DefaultBucket},
 		{"S3_ACCESS_KEY_ID", sb.PlatformCredentials.AccessKeyID},
 		{"S3_SECRET_ACCESS_KEY", sb.PlatformCredentials.SecretAccessKey},

@@ -20,7 +20,7 @@ import (
 const DriverNamespace = "etcd-backup-driver"
 
 func (e *env) auditKeysCommand() *cobra.Command {
-	var strategy, driverNS string
+	var strategy, driverNS, caFile string
 	var remove bool
 	cmd := &cobra.Command{
 		Use:   "audit-keys --strategy NAME [--remove]",
@@ -44,16 +44,21 @@ removed. Exit code 1 while a removable key is left.`,
 			if strategy == "" {
 				return usagef("audit-keys needs --strategy NAME")
 			}
-			return e.runAuditKeys(cmd, strategy, driverNS, remove)
+			return e.runAuditKeys(cmd, strategy, driverNS, caFile, remove)
 		},
 	}
 	cmd.Flags().StringVar(&strategy, "strategy", "", "the brokered Etcd strategy (strategy.backups.cozystack.io) to audit")
 	cmd.Flags().StringVar(&driverNS, "driver-namespace", DriverNamespace, "the driver's namespace, where the strategy's platform credential Secret is")
 	cmd.Flags().BoolVar(&remove, "remove", false, "delete every key found")
+	addS3CAFlag(cmd, &caFile)
 	return cmd
 }
 
-func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS string, remove bool) error {
+func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS, caFile string, remove bool) error {
+	transport, err := s3Transport(caFile)
+	if err != nil {
+		return err
+	}
 	c, err := e.newClient()
 	if err != nil {
 		return err
@@ -65,7 +70,7 @@ func (e *env) runAuditKeys(cmd *cobra.Command, name, driverNS string, remove boo
 	b := &credbroker.Broker{
 		Client: c, Reader: c, Namespace: driverNS, Clock: clock.RealClock{},
 		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{
-			driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(&http.Client{Timeout: 30 * time.Second}),
+			driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(&http.Client{Transport: transport, Timeout: 30 * time.Second}),
 		},
 	}
 	found, err := b.Audit(cmd.Context(), s, remove)

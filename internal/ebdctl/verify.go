@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,6 +32,7 @@ type verifyOptions struct {
 	endpoint string
 	envCreds bool
 	deep     bool
+	caFile   string
 }
 
 func (e *env) verifyCommand() *cobra.Command {
@@ -61,6 +63,7 @@ Exits 1 if anything does not match.`,
 	cmd.Flags().StringVar(&o.endpoint, "s3-endpoint", "", "reach S3 here instead of the endpoint the Backup records (for example from outside the cluster)")
 	cmd.Flags().BoolVar(&o.envCreds, "env-credentials", false, "take S3 keys from $AWS_ACCESS_KEY_ID and $AWS_SECRET_ACCESS_KEY instead of the Backup's Secret")
 	cmd.Flags().BoolVar(&o.deep, "deep", false, "also open the snapshot as an etcd database (needs its size in free space under $TMPDIR)")
+	addS3CAFlag(cmd, &o.caFile)
 	return cmd
 }
 
@@ -118,8 +121,12 @@ func (e *env) runVerify(ctx context.Context, name string, o verifyOptions) error
 	if err != nil {
 		return err
 	}
+	transport, err := s3Transport(o.caFile)
+	if err != nil {
+		return err
+	}
 	res := &VerifyResult{Namespace: ns, Backup: name, URI: artifact.URI(src.Bucket, src.Key), Endpoint: src.Endpoint}
-	if err := check(ctx, b, src, access, secret, o.deep, res); err != nil {
+	if err := check(ctx, b, src, s3Keys{access, secret, transport}, o.deep, res); err != nil {
 		return err
 	}
 	if o.output == outputJSON || o.output == outputYAML {
@@ -156,8 +163,8 @@ func (e *env) s3Keys(ctx context.Context, c client.Reader, ns, secretName string
 }
 
 // check streams the snapshot once and fills res.
-func check(ctx context.Context, b *backupsv1alpha1.Backup, src artifact.Source, access, secret string, deep bool, res *VerifyResult) error {
-	s3, err := s3Client(src, access, secret)
+func check(ctx context.Context, b *backupsv1alpha1.Backup, src artifact.Source, keys s3Keys, deep bool, res *VerifyResult) error {
+	s3, err := s3Client(src, keys)
 	if err != nil {
 		return err
 	}
@@ -233,9 +240,16 @@ func unrecorded(absent bool, field string) string {
 	return ""
 }
 
+// s3Keys are what verify reaches S3 with: the keys, and the transport
+// trusting --s3-ca-file.
+type s3Keys struct {
+	access, secret string
+	transport      http.RoundTripper
+}
+
 // s3Client reaches src the way the snapshot agent wrote it: path-style
 // addressing only when the Backup records forcePathStyle=true.
-func s3Client(src artifact.Source, access, secret string) (*minio.Client, error) {
+func s3Client(src artifact.Source, keys s3Keys) (*minio.Client, error) {
 	u, err := url.Parse(src.Endpoint)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("S3 endpoint %q is not an http(s) URL", src.Endpoint)
@@ -249,8 +263,8 @@ func s3Client(src artifact.Source, access, secret string) (*minio.Client, error)
 		lookup = minio.BucketLookupPath
 	}
 	return minio.New(u.Host, &minio.Options{
-		Creds: credentials.NewStaticV4(access, secret, ""), Secure: u.Scheme == "https",
-		Region: region, BucketLookup: lookup,
+		Creds: credentials.NewStaticV4(keys.access, keys.secret, ""), Secure: u.Scheme == "https",
+		Region: region, BucketLookup: lookup, Transport: keys.transport,
 	})
 }
 

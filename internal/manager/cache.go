@@ -20,19 +20,25 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/informerguard"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/shard"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/keeper"
 )
 
 // cacheOptions says what the driver's caches hold. Each holds only what
 // the driver may read (RBAC grants no more) and, of the kinds cached at
 // scale, only the fields it reads (internal/cachetrim): restore claims and
 // captures in the driver's namespace ns, member PVCs (metadata only), the one EtcdCluster
-// and HelmRelease name, staging Jobs, and trimmed history. StrategyPolicies
+// and HelmRelease name, the driver's tenant Jobs (look-alikes trimmed),
+// and trimmed history. StrategyPolicies
 // (few, cluster-scoped) are cached whole: every reader of the admin's
 // settings asks internal/strategypolicy, which reads them from here.
-func cacheOptions(ns string) cache.Options {
+// caBytes is the size of the extra S3 CA bundle (--s3-ca-file) the
+// driver hands its tenant Jobs, which their size allows for.
+func cacheOptions(ns string, caBytes int) cache.Options {
 	return cache.Options{
 		DefaultTransform: cachetrim.Plain,
-		ByObject:         byObject(ns),
+		ByObject:         byObject(ns, caBytes),
 	}
 }
 
@@ -58,34 +64,31 @@ func metadataOnly() map[schema.GroupVersionKind]informerguard.Form {
 	}
 }
 
-// DriverJobLabel and DriverJobValue mark every Job the driver makes (a
-// restore's staging, a Backup's inspection, a rehearsal): the Job cache
-// holds only those.
-const (
-	DriverJobLabel = "app.kubernetes.io/part-of"
-	DriverJobValue = "etcd-backup-driver"
-)
-
 // byObject is the per-kind cache configuration: one entry per kind, so a
 // selector can be added to any of them (for example a shard's label).
-func byObject(ns string) map[client.Object]cache.ByObject {
+// Jobs are those labelled part of the driver (a restore's staging, a
+// Backup's inspection, a rehearsal): a tenant can label Jobs so too, and
+// one bigger than the driver builds is kept trimmed (cachetrim.Job).
+func byObject(ns string, caBytes int) map[client.Object]cache.ByObject {
 	own := map[string]cache.Config{ns: {}}
 	byName := fields.OneTermEqualSelector("metadata.name", restore.ClusterName)
 	return map[client.Object]cache.ByObject{
 		&coordinationv1.Lease{}: {Namespaces: own,
 			Label: labels.SelectorFromSet(labels.Set{claim.ComponentLabel: claim.ComponentValue})},
-		&corev1.ConfigMap{}:              {Namespaces: own, Label: restore.ConfigMapSelector()},
-		&corev1.PersistentVolumeClaim{}:  {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
-		&etcdv1alpha2.EtcdCluster{}:      {Field: byName},
-		&helmv2.HelmRelease{}:            {Field: byName, Transform: cachetrim.HelmRelease},
-		&batchv1.Job{}:                   {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
+		&corev1.ConfigMap{}:             {Namespaces: own, Label: restore.ConfigMapSelector()},
+		&corev1.PersistentVolumeClaim{}: {Label: labels.SelectorFromSet(restore.MemberPVCLabels())},
+		&etcdv1alpha2.EtcdCluster{}:     {Field: byName},
+		&helmv2.HelmRelease{}:           {Field: byName, Transform: cachetrim.HelmRelease},
+		&batchv1.Job{}: {Label: labels.SelectorFromSet(labels.Set{tenantjobs.PartOfLabel: tenantjobs.PartOf}),
+			Transform: cachetrim.Job(tenantjobs.CacheBudget(caBytes), append(tenantjobs.LabelKeys(), shard.Label)...)},
 		&etcdv1alpha2.EtcdSnapshot{}:     {Label: notHistory(), Transform: cachetrim.Snapshot},
 		&backupsv1alpha1.BackupJob{}:     {Transform: cachetrim.BackupJob},
 		&backupsv1alpha1.Backup{}:        {Transform: cachetrim.Backup},
 		&driverv1alpha1.StrategyPolicy{}: {},
 		// The point-in-time captures: one Deployment and one record per
 		// followed Plan.
-		&appsv1.Deployment{}:              {Label: labels.SelectorFromSet(labels.Set{DriverJobLabel: DriverJobValue})},
+		&appsv1.Deployment{}: {Label: labels.SelectorFromSet(labels.Set{tenantjobs.PartOfLabel: tenantjobs.PartOf}),
+			Transform: cachetrim.Deployment(tenantjobs.CacheBudget(caBytes), append(keeper.LabelKeys(), shard.Label)...)},
 		&driverv1alpha1.CaptureProgress{}: {},
 	}
 }

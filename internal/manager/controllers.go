@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/safetyretention"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sharedcreds"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategymigration"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/keeper"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection"
@@ -48,6 +49,7 @@ var controllers = []struct {
 	{"credbroker", setupCredentialBroker},
 	{"backupinspection", setupBackupInspection},
 	{"strategypolicy", setupStrategyPolicies},
+	{"strategymigration", setupStrategyMigration},
 	{"capture", setupCapture},
 }
 
@@ -159,7 +161,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	r := &inspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
-		MaxJobs: o.MaxInspectionJobs,
+		MaxJobs: o.MaxInspectionJobs, MaxJobsPerNamespace: o.MaxInspectionJobsPerNamespace,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }
@@ -195,6 +197,8 @@ func setupRehearsals(mgr ctrl.Manager, o Options, d deps) error {
 		Census:               o.liveReader(mgr, d),
 		AllowedEndpointCIDRs: o.AllowedEndpointCIDRs,
 		Deadline:             o.RestoreDeadline,
+		MaxJobs:              o.MaxRehearsalJobs,
+		MaxJobsPerNamespace:  o.MaxRehearsalJobsPerNamespace,
 	}
 	pem, err := o.s3CAPEM()
 	if err != nil {
@@ -268,5 +272,12 @@ func setupSharedCredentials(mgr ctrl.Manager, o Options, d deps) error {
 
 func setupStrategyPolicies(mgr ctrl.Manager, o Options, d deps) error {
 	r := &strategypolicy.Reconciler{Client: o.client(mgr), Recorder: d.events}
+	return r.SetupWithManager(mgr)
+}
+
+// setupStrategyMigration moves the settings strategies hold in fields of
+// the driver's earlier strategy CRD to their StrategyPolicies.
+func setupStrategyMigration(mgr ctrl.Manager, o Options, d deps) error {
+	r := &strategymigration.Reconciler{Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events}
 	return r.SetupWithManager(mgr)
 }

@@ -61,6 +61,10 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.KubeAPIBurst != 0 {
 		cfg.Burst = o.KubeAPIBurst
 	}
+	caPEM, err := o.s3CAPEM()
+	if err != nil {
+		return nil, err
+	}
 	opts := ctrl.Options{
 		Scheme:                  driverscheme.New(),
 		Metrics:                 metricsserver.Options{BindAddress: o.MetricsAddr},
@@ -73,7 +77,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		// over without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
 		Controller:                    config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
-		Cache:                         cacheOptions(o.Namespace),
+		Cache:                         cacheOptions(o.Namespace, len(caPEM)),
 		// One informer per kind: a read in another form (typed,
 		// metadata only) than the kind is cached in is refused.
 		NewCache: informerguard.Declared(metadataOnly()),

@@ -33,6 +33,10 @@ const DriverRelease = "etcd-backup-driver"
 // Where the driver's container finds the sandbox's kubeconfig.
 const containerKubeconfig = "/var/run/etcd-backup-driver-sandbox/kubeconfig"
 
+// Where the chart mounts the S3 CA bundle (s3CA.configMap, key ca.crt),
+// and the driver's container finds the sandbox's.
+const containerS3CA = "/etc/etcd-backup-driver/s3-ca/ca.crt"
+
 // DriverValues are the chart values container mode installs the driver
 // with: image, a repository:tag; one replica (still electing a leader, as
 // the chart's default does); the metrics and probe ports (the container
@@ -53,6 +57,14 @@ func DriverValues(image string, metricsPort, probePort int, backupDeadline, rest
 		"restoreDeadline": restoreDeadline.String(),
 		"extraArgs":       []any{"--allowed-endpoint-cidrs=" + strings.Join(testenv.LoopbackCIDRs, ",")},
 	}
+}
+
+// withS3CA sets the chart's s3CA values: the chart then passes
+// --s3-ca-file naming the bundle where it mounts its ConfigMap
+// (containerS3CA), and container mode bind-mounts the sandbox's CA file
+// there instead.
+func withS3CA(values map[string]any) {
+	values["s3CA"] = map[string]any{"configMap": "etcd-backup-driver-sandbox-s3-ca", "key": "ca.crt"}
 }
 
 // DriverChart renders the driver's chart (charts/etcd-backup-driver) with
@@ -109,7 +121,11 @@ func (s *Sandbox) startDriverContainer(rt *container.Runtime, opts manager.Optio
 	if err != nil {
 		return nil, err
 	}
-	pod, err := DriverPod(DriverValues(rt.Image, metricsPort, probePort, opts.BackupDeadline, opts.RestoreDeadline))
+	values := DriverValues(rt.Image, metricsPort, probePort, opts.BackupDeadline, opts.RestoreDeadline)
+	if s.S3CAFile != "" {
+		withS3CA(values)
+	}
+	pod, err := DriverPod(values)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +152,9 @@ func (s *Sandbox) startDriverContainer(rt *container.Runtime, opts manager.Optio
 	spec.Mounts = append(spec.Mounts,
 		container.Mount{Host: kubeconfig, Container: containerKubeconfig, ReadOnly: true},
 		container.Mount{Host: hosts, Container: "/etc/hosts", ReadOnly: true})
+	if s.S3CAFile != "" {
+		spec.Mounts = append(spec.Mounts, container.Mount{Host: s.S3CAFile, Container: containerS3CA, ReadOnly: true})
+	}
 	spec.Labels = map[string]string{container.OwnerLabel: strconv.Itoa(os.Getpid())}
 
 	d := &driverContainer{runtime: rt, spec: spec, done: make(chan error, 1), log: filepath.Join(dir, "driver.log")}

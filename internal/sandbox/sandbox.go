@@ -3,7 +3,9 @@
 // upstream CRDs, the real kube-controller-manager (garbage collector, Job
 // controller, PVC protection), the driver's own manager
 // (internal/manager.New), an embedded S3 server (or, with Options.S3Server
-// S3MinIO, a real MinIO server from bin/minio for brokered keys), and stand-ins for the
+// S3MinIO, a real MinIO server from bin/minio for brokered keys) speaking
+// https with a CA of its own (internal/sandbox/s3ca; the driver gets it as
+// --s3-ca-file, the etcd-operator stand-in as its S3 roots), and stand-ins for the
 // etcd-operator (EtcdMembers, member PVCs, real etcd member processes, real
 // snapshot Jobs and restores; see internal/sandbox/operator) and Flux's
 // helm-controller (charts/etcd rendered with the Helm SDK), each tenant
@@ -43,6 +45,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/helmstandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kamajistandin"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	driverscheme "github.com/etcd-backup-driver/etcd-backup-driver/internal/scheme"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -81,6 +84,10 @@ type Options struct {
 	// Start fails, saying what to install or build, without podman or
 	// the image.
 	Image bool
+	// PlainHTTP makes S3 speak plain http, for tests of a StrategyPolicy's
+	// allowHTTPEndpoint; by default it speaks https with a CA of its own,
+	// as a platform's S3 behind a private CA does.
+	PlainHTTP bool
 	// NoControlPlanes leaves out the Kamaji stand-in: TenantControlPlanes
 	// then get no kube-apiserver. By default every TenantControlPlane a
 	// test or script creates (kamajistandin.CreateControlPlane) gets one;
@@ -123,8 +130,13 @@ type Sandbox struct {
 	Config *rest.Config
 	// Client is an uncached client with the driver's scheme.
 	Client client.Client
-	// S3URL is the S3 endpoint, whichever server runs.
+	// S3URL is the S3 endpoint, whichever server runs: https unless
+	// Options.PlainHTTP.
 	S3URL string
+	// S3CA issued S3's certificate; nil with Options.PlainHTTP. S3CAFile
+	// holds its PEM: the driver's --s3-ca-file.
+	S3CA     *s3ca.CA
+	S3CAFile string
 	// S3 is the embedded S3 server; nil with S3MinIO.
 	S3 *s3server.Server
 	// MinIO is the MinIO server; nil unless S3MinIO.
@@ -194,6 +206,15 @@ func Start(o Options) (_ *Sandbox, err error) {
 	if len(buckets) == 0 {
 		buckets = []string{DefaultBucket}
 	}
+	if !o.PlainHTTP {
+		if s.S3CA, err = s3ca.New(); err != nil {
+			return s, err
+		}
+		s.S3CAFile = filepath.Join(s.Dir, "s3-ca.crt")
+		if err := s.S3CA.WriteCA(s.S3CAFile); err != nil {
+			return s, err
+		}
+	}
 	if err := s.startS3(o.S3Server, buckets); err != nil {
 		return s, err
 	}
@@ -211,6 +232,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 	// The S3 server listens on loopback, which the endpoint policy
 	// refuses unless allowed.
 	driverOpts.AllowedEndpointCIDRs = testenv.LoopbackCIDRs
+	driverOpts.S3CAFile = s.S3CAFile
 	s.services = etcdservice.New()
 	driverOpts.EtcdDialer = s.EtcdDialer()
 	if driverOpts.StagingImage == "" {
@@ -268,32 +290,6 @@ func Start(o Options) (_ *Sandbox, err error) {
 	return s, nil
 }
 
-// startS3 starts the S3 server kind with buckets under Dir.
-func (s *Sandbox) startS3(kind S3Server, buckets []string) (err error) {
-	switch kind {
-	case "", S3Embedded:
-		if s.S3, err = s3server.Start(filepath.Join(s.Dir, "s3"), s.S3Credentials, buckets...); err != nil {
-			return err
-		}
-		s.S3URL, s.PlatformCredentials = s.S3.URL, s.S3Credentials
-	case S3MinIO:
-		if s.MinIO, err = testenv.StartMinIOWith(testenv.MinIOOptions{Dir: filepath.Join(s.Dir, "minio"),
-			RootUser: s.S3Credentials.AccessKeyID, RootPassword: s.S3Credentials.SecretAccessKey, Buckets: buckets}); err != nil {
-			return err
-		}
-		s.S3URL = s.MinIO.Endpoint
-		id, secret, err := s.MinIO.AddPlatformUser("etcd-backup-platform", DefaultBucket)
-		if err != nil {
-			return err
-		}
-		s.PlatformCredentials = s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
-		return nil
-	default:
-		return fmt.Errorf("sandbox: unknown S3 server %q (%s or %s)", kind, S3Embedded, S3MinIO)
-	}
-	return nil
-}
-
 // standIns builds the manager running the etcd-operator and helm-controller
 // stand-ins.
 func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
@@ -325,6 +321,7 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 		Executables:         map[string]string{StageCommand: stage},
 		Containers:          s.Containers,
 		SnapshotJobDeadline: o.SnapshotJobDeadline,
+		S3RootCAs:           s.s3RootCAs(),
 	})
 	if err != nil {
 		return nil, err

@@ -40,18 +40,20 @@ type Container struct {
 	RequestMemory, LimitMemory string
 }
 
-// Build is c hardened: it runs Command, writes its report to
-// report.TerminationLog (the kubelet's log tail stands in when a crash
-// left none, for people to read; the driver parses only a report), runs
-// unprivileged (ContainerSecurityContext) and bounded (Resources).
-func (c Container) Build() corev1.Container {
+// Build is c, in a Pod of volumes, hardened: it runs Command, writes its
+// report to report.TerminationLog (the kubelet's log tail stands in when
+// a crash left none, for people to read; the driver parses only a
+// report), runs unprivileged (ContainerSecurityContext) and bounded
+// (Resources, with the ephemeral storage of what it mounts:
+// EphemeralStorage).
+func (c Container) Build(volumes []corev1.Volume) corev1.Container {
 	return corev1.Container{
 		Name: c.Name, Image: c.Image, Command: []string{Command}, Args: c.Args, Env: c.Env,
 		ImagePullPolicy:          corev1.PullIfNotPresent,
 		TerminationMessagePath:   report.TerminationLog,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		VolumeMounts:             c.Mounts,
-		Resources:                Resources(c.RequestMemory, c.LimitMemory),
+		Resources:                Resources(c.RequestMemory, c.LimitMemory, EphemeralStorage(c.Mounts, volumes)),
 		SecurityContext:          ContainerSecurityContext(),
 	}
 }
@@ -75,7 +77,7 @@ func (p Pod) template(restart corev1.RestartPolicy) corev1.PodTemplateSpec {
 	build := func(cs []Container) []corev1.Container {
 		var out []corev1.Container
 		for _, c := range cs {
-			out = append(out, c.Build())
+			out = append(out, c.Build(p.Volumes))
 		}
 		return out
 	}
@@ -158,11 +160,14 @@ func ContainerSecurityContext() *corev1.SecurityContext {
 }
 
 // Resources requests 100m CPU and requestMemory, and limits the container
-// to one CPU and limitMemory.
-func Resources(requestMemory, limitMemory string) corev1.ResourceRequirements {
+// to one CPU and limitMemory; it requests and is limited to ephemeral of
+// the node's ephemeral storage (EphemeralStorage).
+func Resources(requestMemory, limitMemory string, ephemeral resource.Quantity) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse(requestMemory)},
-		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse(limitMemory)},
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse(requestMemory),
+			corev1.ResourceEphemeralStorage: ephemeral},
+		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse(limitMemory),
+			corev1.ResourceEphemeralStorage: ephemeral},
 	}
 }
 

@@ -22,7 +22,8 @@ const (
 	Failed
 )
 
-// OutcomeOf reads the Job's final conditions, and its reason and message
+// OutcomeOf reads the Job's final conditions (a Job suspended, which
+// only a tenant does, has failed), and its reason and message
 // (cut: the Job lives in a tenant's namespace) when it failed.
 func OutcomeOf(j *batchv1.Job) (Outcome, string) {
 	for _, c := range j.Status.Conditions {
@@ -38,6 +39,12 @@ func OutcomeOf(j *batchv1.Job) (Outcome, string) {
 			}
 			return Failed, textlimit.Note(c.Reason + ": " + c.Message)
 		}
+	}
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		// The driver never suspends its Jobs; a tenant that suspends one
+		// (its deadline then stops) would hold a slot of the platform's
+		// inspections or rehearsals for ever.
+		return Failed, "Suspended: the Job was suspended, which the driver never does"
 	}
 	return Running, ""
 }

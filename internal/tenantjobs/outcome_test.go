@@ -21,9 +21,17 @@ func TestOutcomeOf(t *testing.T) {
 		{job(batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonPodFailurePolicy}), Refused},
 		{job(batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonBackoffLimitExceeded}), Failed},
 		{job(batchv1.JobCondition{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: batchv1.JobReasonDeadlineExceeded}), Failed},
+		{suspended(job()), Failed},
+		{suspended(job(batchv1.JobCondition{Type: batchv1.JobComplete, Status: corev1.ConditionTrue})), Succeeded},
 	} {
 		if got, _ := OutcomeOf(tc.job); got != tc.want {
 			t.Errorf("OutcomeOf(%+v) = %v, want %v", tc.job.Status.Conditions, got, tc.want)
 		}
 	}
+}
+
+func suspended(j *batchv1.Job) *batchv1.Job {
+	yes := true
+	j.Spec.Suspend = &yes
+	return j
 }

@@ -80,6 +80,7 @@ func startDriver(b *testing.B, extra ...string) *driver {
 		"--pprof-bind-address=127.0.0.1:" + strconv.Itoa(pprofPort),
 		"--namespace=" + testenv.DriverNamespace,
 		"--allowed-endpoint-cidrs=127.0.0.1/32",
+		"--s3-ca-file=" + plat.CAFile,
 		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(port),
 		"--health-probe-bind-address=0",
 		"--zap-log-level=error",

@@ -14,7 +14,6 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker"
-	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
 
@@ -23,7 +22,7 @@ const strategy = "cozy-default-etcd"
 func tenantS3(tn *platform.Tenant) *minio.Client {
 	var s corev1.Secret
 	tn.G.Expect(env.Client.Get(tn.Ctx, client.ObjectKey{Namespace: tn.NS, Name: credbroker.SecretName(strategy)}, &s)).To(Succeed())
-	c, err := testenv.S3Client(server.Endpoint, string(s.Data["AWS_ACCESS_KEY_ID"]), string(s.Data["AWS_SECRET_ACCESS_KEY"]))
+	c, err := server.Client(string(s.Data["AWS_ACCESS_KEY_ID"]), string(s.Data["AWS_SECRET_ACCESS_KEY"]))
 	tn.G.Expect(err).NotTo(HaveOccurred())
 	return c
 }

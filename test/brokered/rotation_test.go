@@ -55,7 +55,7 @@ func TestRotationDuringSnapshot(t *testing.T) {
 	tn.G.Expect(err).NotTo(HaveOccurred())
 	rotator := &credbroker.Broker{Client: env.Client, Reader: env.Client, Namespace: testenv.DriverNamespace,
 		Clock: clocktesting.NewFakePassiveClock(time.Now().Add(credbroker.DefaultRotationInterval + time.Hour)), Grace: time.Hour,
-		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(nil)}}
+		Providers: map[driverv1alpha1.CredentialBrokerProvider]credbroker.NewProvider{driverv1alpha1.CredentialBrokerMinIO: brokerminio.Connect(server.HTTPClient())}}
 	_, err = rotator.Sweep(tn.Ctx, s)
 	tn.G.Expect(err).NotTo(HaveOccurred())
 	tn.G.Expect(secretKeyID(tn)).NotTo(Equal(before), "the key did not rotate")

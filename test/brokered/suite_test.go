@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv/platform"
 )
@@ -25,8 +26,14 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	var err error
-	if server, err = testenv.StartMinIO(); err != nil {
+	ca, err := s3ca.New()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// MinIO speaks https with a CA of its own, as a platform's S3 does;
+	// the platform hands the driver the CA (platform.NewBrokered).
+	if server, err = testenv.StartMinIOWith(testenv.MinIOOptions{CA: ca}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -127,7 +127,7 @@ func TestHTTPEndpointIsTheStrategyPolicysToAllow(t *testing.T) {
 	tn := plat.NewTenant(t, "tenant")
 	fps := true
 	group := strategyv1alpha1.GroupVersion.Group
-	endpoint := "http://" + strings.TrimPrefix(s3srv.URL, "https://")
+	endpoint := "http://" + strings.TrimPrefix(plat.S3URL, "https://")
 	tn.Create(&strategyv1alpha1.Etcd{
 		ObjectMeta: metav1.ObjectMeta{Name: "plain-http-" + tn.NS},
 		Spec: strategyv1alpha1.EtcdSpec{Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{

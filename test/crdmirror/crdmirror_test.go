@@ -22,6 +22,8 @@ var mirrors = []struct {
 }{
 	{strategyv1alpha1.Etcd{}, "cozystack/strategy.backups.cozystack.io_etcds.yaml", "v1alpha1"},
 	{backupsv1alpha1.Plan{}, "cozystack/backups.cozystack.io_plans.yaml", "v1alpha1"},
+	{backupsv1alpha1.BackupClass{}, "cozystack/backups.cozystack.io_backupclasses.yaml", "v1alpha1"},
+	{backupsv1alpha1.BackupJob{}, "cozystack/backups.cozystack.io_backupjobs.yaml", "v1alpha1"},
 	{backupsv1alpha1.Backup{}, "cozystack/backups.cozystack.io_backups.yaml", "v1alpha1"},
 }
 

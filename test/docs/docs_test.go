@@ -63,6 +63,7 @@ var successes = map[string]bool{
 	"PolicyValid":         true, // Plan PolicyValid=True
 	"CredentialsIsolated": true, // Etcd strategy SharedCredentials=False
 	"Accepted":            true, // StrategyPolicy Valid=True
+	"SettingsAgree":       true, // StrategyPolicy Migrated=True
 	"Following":           true, // CaptureProgress Capturing=True
 }
 

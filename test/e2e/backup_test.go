@@ -16,7 +16,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
@@ -50,7 +49,7 @@ func TestBackupAndInPlaceRestoreOfFiftyThousandKeys(t *testing.T) {
 	g.Expect(src.Key).To(Equal(artifact.ObjectKey(tn.ns+"/etcd/", src.SnapshotName)))
 
 	// The stored object is the artifact the Backup describes.
-	s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
+	s3, err := sb.S3Client(sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	obj, err := s3.GetObject(tn.ctx, sandbox.DefaultBucket, src.Key, minio.GetObjectOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -107,7 +106,7 @@ func TestBackupWithMissingCredentialsSecretFailsAtTheJobDeadline(t *testing.T) {
 	g.Expect(time.Since(started)).To(BeNumerically(">=", snapshotJobDeadline))
 	g.Expect(job.Status.BackupRef).To(BeNil())
 
-	s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
+	s3, err := sb.S3Client(sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
 	g.Expect(err).NotTo(HaveOccurred())
 	for o := range s3.ListObjects(tn.ctx, sandbox.DefaultBucket, minio.ListObjectsOptions{Prefix: tn.ns + "/", Recursive: true}) {
 		t.Errorf("unexpected object %s (err %v)", o.Key, o.Err)

@@ -24,7 +24,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
 
 // Without a suspend, the helm-controller stand-in puts a deleted EtcdCluster
@@ -199,7 +198,7 @@ func (tn *tenant) overwriteObject(b *backupsv1alpha1.Backup) {
 	tn.t.Helper()
 	src, err := artifact.Resolve(b)
 	tn.g.Expect(err).NotTo(HaveOccurred())
-	s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
+	s3, err := sb.S3Client(sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
 	tn.g.Expect(err).NotTo(HaveOccurred())
 	garbage := bytes.Repeat([]byte("not an etcd snapshot "), int(b.Status.Artifact.SizeBytes)/21+1)[:b.Status.Artifact.SizeBytes]
 	_, err = s3.PutObject(tn.ctx, src.Bucket, src.Key, bytes.NewReader(garbage), int64(len(garbage)), minio.PutObjectOptions{})

@@ -49,7 +49,7 @@ func newTenant(t testing.TB, withSecret bool) *tenant {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tn.ns}},
 		&driverv1alpha1.StrategyPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: tn.class},
-			Spec:       driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true},
+			Spec:       driverv1alpha1.StrategyPolicySpec{}, // https only: the sandbox's S3 speaks https with its CA
 		},
 		&strategyv1alpha1.Etcd{
 			ObjectMeta: metav1.ObjectMeta{Name: tn.class},

@@ -25,7 +25,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/kvdata"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
 )
 
 // ebdctlRun runs the CLI in process with buffers, as `ebdctl ARGS`.
@@ -169,7 +168,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 
 	t.Run("verify the stored snapshot, and refuse a tampered one", func(t *testing.T) {
 		g := NewWithT(t)
-		code, out, errOut := ebdctlRun("verify", backupName, "-n", tn.ns, "--deep")
+		code, out, errOut := ebdctlRun("verify", backupName, "-n", tn.ns, "--deep", "--s3-ca-file", sb.S3CAFile)
 		g.Expect(code).To(Equal(0), out+errOut)
 		t.Logf("verify --deep:\n%s", out)
 		g.Expect(out).To(ContainSubstring("ok   sha256"))
@@ -181,7 +180,7 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		// a Backup naming it with the original's size and checksum.
 		src, err := artifact.Resolve(&b)
 		g.Expect(err).NotTo(HaveOccurred())
-		s3, err := objstore.New(objstore.Location{Endpoint: sb.S3.URL, ForcePathStyle: true}, sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
+		s3, err := sb.S3Client(sb.S3Credentials.AccessKeyID, sb.S3Credentials.SecretAccessKey)
 		g.Expect(err).NotTo(HaveOccurred())
 		obj, err := s3.GetObject(tn.ctx, src.Bucket, src.Key, minio.GetObjectOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -200,10 +199,10 @@ func TestPluginAgainstTheSandbox(t *testing.T) {
 		forged.Status.Artifact.URI = artifact.URI(src.Bucket, tamperedKey)
 		g.Expect(sb.Client.Create(tn.ctx, forged)).To(Succeed())
 
-		code, text, _ := ebdctlRun("verify", "tampered", "-n", tn.ns)
+		code, text, _ := ebdctlRun("verify", "tampered", "-n", tn.ns, "--s3-ca-file", sb.S3CAFile)
 		g.Expect(code).To(Equal(1), text)
 		t.Logf("verify of a tampered copy:\n%s", text)
-		code, out, _ = ebdctlRun("verify", "tampered", "-n", tn.ns, "-o", "json")
+		code, out, _ = ebdctlRun("verify", "tampered", "-n", tn.ns, "-o", "json", "--s3-ca-file", sb.S3CAFile)
 		g.Expect(code).To(Equal(1), out)
 		var res ebdctl.VerifyResult
 		g.Expect(json.Unmarshal([]byte(out), &res)).To(Succeed())

@@ -42,6 +42,7 @@ func startReplica(t *testing.T, name string, index int, elect bool, crash func(w
 	o.AllowedEndpointCIDRs = []string{"127.0.0.1/32"}
 	o.BackupDeadline, o.RestoreDeadline = 2*time.Minute, 2*time.Minute
 	o.StagingImage = "etcd-backup-driver:sharding-test"
+	o.S3CAFile = plat.CAFile
 	o.Shard, o.Shards = index, shards
 	o.ShardSweepInterval = time.Second
 	o.LeaderElect, o.LeaderElectionNamespace = elect, testenv.DriverNamespace

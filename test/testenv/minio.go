@@ -18,16 +18,20 @@ import (
 	"github.com/minio/minio-go/v7"
 
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 )
 
 // MinIO is a real MinIO server (bin/minio, built by `make tools`) on
 // loopback, for tests of what a real S3 server enforces: policies, service
 // accounts, denied requests.
 type MinIO struct {
-	// Endpoint is http://127.0.0.1:<port>.
+	// Endpoint is https://127.0.0.1:<port> with a CA, else
+	// http://127.0.0.1:<port>.
 	Endpoint string
 	// RootUser and RootPassword are the server's root credential.
 	RootUser, RootPassword string
+	// CA issued the server's certificate; nil when it speaks plain http.
+	CA *s3ca.CA
 
 	cmd           *exec.Cmd
 	dir           string
@@ -49,6 +53,10 @@ type MinIOOptions struct {
 	RootUser, RootPassword string
 	// Buckets are created once the server serves.
 	Buckets []string
+	// CA, when set, makes the server speak https with a certificate CA
+	// issued (in <Dir>/certs, MinIO's --certs-dir), as a platform's S3
+	// service behind a private CA does; nil means plain http.
+	CA *s3ca.CA
 }
 
 // StartMinIO runs bin/minio on a fresh folder and waits until it serves.
@@ -80,10 +88,18 @@ func StartMinIOWith(o MinIOOptions) (*MinIO, error) {
 	if err != nil {
 		return nil, errors.Join(err, cleanup())
 	}
+	scheme := "http"
+	if o.CA != nil {
+		if err := o.CA.WriteMinIOCerts(filepath.Join(dir, "certs")); err != nil {
+			return nil, errors.Join(err, cleanup())
+		}
+		scheme = "https"
+	}
 	m := &MinIO{
-		Endpoint:     "http://127.0.0.1:" + strconv.Itoa(port),
+		Endpoint:     scheme + "://127.0.0.1:" + strconv.Itoa(port),
 		RootUser:     o.RootUser,
 		RootPassword: o.RootPassword,
+		CA:           o.CA,
 		dir:          dir,
 		temp:         temp,
 	}
@@ -108,8 +124,12 @@ func StartMinIOWith(o MinIOOptions) (*MinIO, error) {
 // start runs the server on m's folder and ports and waits until it serves.
 func (m *MinIO) start() error {
 	m.done = make(chan struct{})
-	cmd := exec.Command(filepath.Join(binDir(), "minio"), "server", filepath.Join(m.dir, "data"),
-		"--address", "127.0.0.1:"+strconv.Itoa(m.port), "--console-address", "127.0.0.1:"+strconv.Itoa(m.console), "--quiet")
+	args := []string{"server", filepath.Join(m.dir, "data"),
+		"--address", "127.0.0.1:" + strconv.Itoa(m.port), "--console-address", "127.0.0.1:" + strconv.Itoa(m.console), "--quiet"}
+	if m.CA != nil {
+		args = append(args, "--certs-dir", filepath.Join(m.dir, "certs"))
+	}
+	cmd := exec.Command(filepath.Join(binDir(), "minio"), args...)
 	cmd.Env = append(os.Environ(),
 		"MINIO_ROOT_USER="+m.RootUser, "MINIO_ROOT_PASSWORD="+m.RootPassword,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off", "MINIO_CONFIG_DIR="+filepath.Join(m.dir, "config"))
@@ -137,7 +157,7 @@ func (m *MinIO) start() error {
 // its identity store is loaded, and answers admin calls with 503
 // XMinioServerNotInitialized until it is.
 func (m *MinIO) waitIAM(timeout time.Duration) error {
-	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, nil)
+	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, m.HTTPClient())
 	if err != nil {
 		return err
 	}
@@ -186,7 +206,7 @@ func (m *MinIO) AddPlatformUser(name, bucket string) (accessKeyID, secretAccessK
 		return "", "", err
 	}
 	doc = bytes.ReplaceAll(doc, []byte("arn:aws:s3:::etcd-backups"), []byte("arn:aws:s3:::"+bucket))
-	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, nil)
+	root, err := brokerminio.NewAdmin(m.Endpoint, m.RootUser, m.RootPassword, m.HTTPClient())
 	if err != nil {
 		return "", "", err
 	}
@@ -212,7 +232,7 @@ func (m *MinIO) makeBuckets(buckets []string) error {
 	if len(buckets) == 0 {
 		return nil
 	}
-	c, err := S3Client(m.Endpoint, m.RootUser, m.RootPassword)
+	c, err := m.Client(m.RootUser, m.RootPassword)
 	if err != nil {
 		return err
 	}
@@ -235,7 +255,7 @@ func (m *MinIO) waitReady(timeout time.Duration) error {
 	defer cancel()
 	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, m.Endpoint+"/minio/health/ready", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
+		if resp, err := m.HTTPClient().Do(req); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -249,6 +269,30 @@ func (m *MinIO) waitReady(timeout time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// HTTPClient reaches the server: trusting its CA (and nothing else) when
+// it has one.
+func (m *MinIO) HTTPClient() *http.Client {
+	if m.CA == nil {
+		return http.DefaultClient
+	}
+	return m.CA.HTTPClient()
+}
+
+// CAFile is the PEM file of the server's CA (what the driver's
+// --s3-ca-file names); empty when it speaks plain http.
+func (m *MinIO) CAFile() string {
+	if m.CA == nil {
+		return ""
+	}
+	return filepath.Join(m.dir, "certs", "CAs", "ca.crt")
+}
+
+// Client is an S3 client of the server signed with the key accessKey,
+// trusting its CA when it has one.
+func (m *MinIO) Client(accessKey, secretKey string) (*minio.Client, error) {
+	return S3ClientWithCA(m.Endpoint, accessKey, secretKey, m.CA)
 }
 
 // Stop ends the server and removes its data when StartMinIOWith made the

@@ -20,6 +20,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/objstore"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 )
 
 // Operator plays the etcd-operator and Flux's helm-controller in one
@@ -60,6 +61,10 @@ type Operator struct {
 	// starts, as the operator's Pods do (instead of the s3 client given to
 	// StartOperator).
 	KeyFromSecret bool
+	// S3CA is the CA an https destination's certificate chains to, for
+	// KeyFromSecret's clients (the operator's Pods are handed the
+	// platform's CA); nil means the system's roots.
+	S3CA *s3ca.CA
 	// HoldSnapshots leaves new EtcdSnapshots alone, for a test to play the
 	// snapshot agent itself.
 	HoldSnapshots bool
@@ -168,7 +173,10 @@ func (op *Operator) agentClient(ctx context.Context, dest *etcdv1alpha2.S3Destin
 	if op.c.Get(ctx, client.ObjectKey{Namespace: op.ns, Name: dest.CredentialsSecretRef.Name}, &secret) != nil {
 		return nil
 	}
-	c, err := S3Client(dest.Endpoint, string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]))
+	op.mu.Lock()
+	ca := op.S3CA
+	op.mu.Unlock()
+	c, err := S3ClientWithCA(dest.Endpoint, string(secret.Data["AWS_ACCESS_KEY_ID"]), string(secret.Data["AWS_SECRET_ACCESS_KEY"]), ca)
 	if err != nil {
 		return nil
 	}
@@ -271,5 +279,15 @@ func Checksum(data []byte) string {
 
 // S3Client is a path-style client of an S3 server for tests.
 func S3Client(endpoint, accessKey, secretKey string) (*minio.Client, error) {
-	return objstore.New(objstore.Location{Endpoint: endpoint, ForcePathStyle: true}, accessKey, secretKey)
+	return S3ClientWithCA(endpoint, accessKey, secretKey, nil)
+}
+
+// S3ClientWithCA is S3Client trusting ca alone for an https endpoint; nil
+// means the system's roots.
+func S3ClientWithCA(endpoint, accessKey, secretKey string, ca *s3ca.CA) (*minio.Client, error) {
+	loc := objstore.Location{Endpoint: endpoint, ForcePathStyle: true}
+	if ca != nil {
+		loc.RootCAs = ca.Pool
+	}
+	return objstore.New(loc, accessKey, secretKey)
 }

@@ -88,7 +88,10 @@ func CRDPaths() []string {
 
 // CozystackCRDs are the files of CozystackCRDPath every Env installs (the
 // Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
-var CozystackCRDs = []string{"backups.cozystack.io_backups.yaml", "backups.cozystack.io_plans.yaml", "strategy.backups.cozystack.io_etcds.yaml"}
+var CozystackCRDs = []string{
+	"backups.cozystack.io_backupclasses.yaml", "backups.cozystack.io_backupjobs.yaml", "backups.cozystack.io_backups.yaml",
+	"backups.cozystack.io_plans.yaml", "strategy.backups.cozystack.io_etcds.yaml",
+}
 
 // CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and
 // strategy.backups.cozystack.io CRDs, as Cozystack installs them. Every

@@ -267,6 +267,11 @@ const (
 	ReasonRehearsalFailed RestoreReason = "RehearsalFailed"
 	// ReasonRehearsing: the rehearsal Job runs (not terminal).
 	ReasonRehearsing RestoreReason = "Rehearsing"
+	// ReasonRehearsalQueued: the dry run waits for a rehearsal slot
+	// (--max-rehearsal-jobs across the cluster,
+	// --max-rehearsal-jobs-per-namespace in its namespace); nothing has
+	// started, and the message says which bound holds it (not terminal).
+	ReasonRehearsalQueued RestoreReason = "RehearsalQueued"
 )
 
 // ReasonDryRunChangeIgnored (condition and Warning Event): spec.options.

@@ -4,7 +4,8 @@
 # Settings (environment, with defaults):
 #   TENANT_NS      tenant namespace of the Etcd application   (tenant-demo)
 #   CLASS          BackupClass and strategy name               (etcd-demo)
-#   S3_ENDPOINT    S3 URL with scheme      (the sandbox exports it; required)
+#   S3_ENDPOINT    S3 URL with scheme      (the sandbox exports it, https; required)
+#   S3_CA_FILE     the CA an https S3_ENDPOINT chains to, when private (the sandbox exports it)
 #   S3_BUCKET      bucket for snapshots                        (etcd-backups)
 #   S3_ACCESS_KEY_ID / S3_SECRET_ACCESS_KEY   keys put into the tenant Secret
 #                  (brokered: the platform's admin key, kept in the driver's namespace)

@@ -13,8 +13,10 @@
 # prefix.
 source "$(dirname "$0")/00-helpers.sh"
 : "${S3_ENDPOINT:?set S3_ENDPOINT (the sandbox exports it)}"
-# The driver refuses plain-http endpoints unless the StrategyPolicy opts in;
-# the sandbox's S3 server speaks http on loopback, a real platform https.
+# The driver refuses plain-http endpoints unless the StrategyPolicy opts in.
+# The sandbox's S3 speaks https with a CA of its own, which the sandbox
+# handed the driver (--s3-ca-file; the chart's s3CA on a real platform) and
+# exported as S3_CA_FILE; only `sandbox run --plain-http` speaks http.
 ALLOW_HTTP=false
 [[ $S3_ENDPOINT == http://* ]] && ALLOW_HTTP=true
 

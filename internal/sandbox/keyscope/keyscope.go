@@ -7,6 +7,7 @@ package keyscope
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 
@@ -26,6 +27,9 @@ const OtherPrefix = "keyscope-other-tenant/"
 type Target struct {
 	// Endpoint and Bucket are the S3 server and the strategy's bucket.
 	Endpoint, Bucket string
+	// RootCAs verify an https Endpoint (the sandbox's S3 CA); nil means
+	// the system's roots.
+	RootCAs *x509.CertPool
 	// Namespace is the tenant namespace; its prefix is Namespace + "/".
 	Namespace string
 	// Secret is the broker's Secret in Namespace.
@@ -93,7 +97,7 @@ func Check(ctx context.Context, c client.Reader, t Target) (Report, error) {
 		r.Problems = append(r.Problems, fmt.Sprintf("Secret %s/%s is not the broker's (no %s label)", t.Namespace, t.Secret, credbroker.StrategyLabel))
 	}
 	r.AccessKeyID, r.Scope = string(brokered.Data[objstore.AccessKeyIDKey]), brokered.Annotations[credbroker.ScopeAnnotation]
-	s3, err := objstore.New(objstore.Location{Endpoint: t.Endpoint, ForcePathStyle: true}, r.AccessKeyID, string(brokered.Data[objstore.SecretAccessKeyKey]))
+	s3, err := objstore.New(objstore.Location{Endpoint: t.Endpoint, ForcePathStyle: true, RootCAs: t.RootCAs}, r.AccessKeyID, string(brokered.Data[objstore.SecretAccessKeyKey]))
 	if err != nil {
 		return r, err
 	}

@@ -5,6 +5,8 @@
 package objstore
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/url"
 
@@ -28,6 +30,8 @@ type Location struct {
 	Endpoint       string
 	Region         string
 	ForcePathStyle bool
+	// RootCAs verify an https endpoint; nil means the system's roots.
+	RootCAs *x509.CertPool
 }
 
 // New returns a client for loc signed with accessKey/secretKey.
@@ -44,12 +48,21 @@ func New(loc Location, accessKey, secretKey string) (*minio.Client, error) {
 	if loc.ForcePathStyle {
 		lookup = minio.BucketLookupPath
 	}
-	c, err := minio.New(u.Host, &minio.Options{
+	opts := &minio.Options{
 		Creds:        credentials.NewStaticV4(accessKey, secretKey, ""),
 		Secure:       u.Scheme == "https",
 		Region:       region,
 		BucketLookup: lookup,
-	})
+	}
+	if loc.RootCAs != nil {
+		t, err := minio.DefaultTransport(opts.Secure)
+		if err != nil {
+			return nil, err
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: loc.RootCAs, MinVersion: tls.VersionTLS12}
+		opts.Transport = t
+	}
+	c, err := minio.New(u.Host, opts)
 	if err != nil {
 		return nil, fmt.Errorf("S3 client for %s: %w", loc.Endpoint, err)
 	}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"sync"
 	"time"
@@ -31,6 +32,8 @@ type kubelet struct {
 	reader client.Reader
 	fleet  *Fleet
 	agents *SnapshotStatsStore
+	// s3RootCAs verify the S3 endpoint the agents write to.
+	s3RootCAs *x509.CertPool
 }
 
 func (k *kubelet) setup(mgr ctrl.Manager) error {
@@ -97,7 +100,7 @@ func (k *kubelet) run(pod *corev1.Pod, env map[string]string, snapshot types.Nam
 	ctx := context.Background()
 	log := logf.Log.WithName("sandbox-snapshot-agent").WithValues("snapshot", snapshot.String(), "pod", pod.Name)
 	started := time.Now()
-	art, n, err := snapshotAgent{fleet: k.fleet, namespace: pod.Namespace, env: env}.run(ctx)
+	art, n, err := snapshotAgent{fleet: k.fleet, namespace: pod.Namespace, env: env, rootCAs: k.s3RootCAs}.run(ctx)
 	res := agentResult{artifact: art, err: err, stats: SnapshotStats{Bytes: n, Duration: time.Since(started)}}
 	k.agents.finish(pod.UID, types.UID(env[envSnapshotUID]), res)
 	if err != nil {

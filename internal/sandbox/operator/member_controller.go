@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -65,6 +66,8 @@ type memberReconciler struct {
 	faults     *Faults
 	etcdBinary string
 	volumes    *Volumes
+	// s3RootCAs verify the S3 endpoint a restore reads.
+	s3RootCAs *x509.CertPool
 
 	// exits carries member process exits back into the work queue.
 	exits chan event.TypedGenericEvent[*etcdmember.EtcdMember]

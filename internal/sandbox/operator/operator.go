@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"crypto/x509"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -42,6 +43,10 @@ type Options struct {
 	// container mode) instead of Executables, with their security
 	// context, limits and volumes applied.
 	Containers *container.Runtime
+	// S3RootCAs verify the https S3 endpoints the snapshot agents write
+	// to and restores read from (the platform's CA, which the operator
+	// trusts); nil means the system's roots.
+	S3RootCAs *x509.CertPool
 	// SnapshotJobDeadline is the snapshot Jobs' activeDeadlineSeconds;
 	// zero means DefaultSnapshotJobDeadline.
 	SnapshotJobDeadline time.Duration
@@ -88,9 +93,9 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	c := client.WithFieldValidation(mgr.GetClient(), metav1.FieldValidationStrict)
 	reader := mgr.GetAPIReader()
 	clusters := &clusterReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, now: o.Now}
-	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary, volumes: op.Volumes}
+	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary, volumes: op.Volumes, s3RootCAs: o.S3RootCAs}
 	snapshots := &snapshotReconciler{client: c, reader: reader, agents: op.Snapshots, jobDeadline: o.SnapshotJobDeadline}
-	kubelet := &kubelet{client: c, reader: reader, fleet: op.Fleet, agents: op.Snapshots}
+	kubelet := &kubelet{client: c, reader: reader, fleet: op.Fleet, agents: op.Snapshots, s3RootCAs: o.S3RootCAs}
 	staging := &stagingKubelet{client: c, reader: reader, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir, containers: o.Containers}
 	reclaimer := &volumeReclaimer{client: c, volumes: op.Volumes}
 	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup, staging.setup, reclaimer.setup} {

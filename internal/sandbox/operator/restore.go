@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -102,14 +103,15 @@ func (a restoreAgent) run(ctx context.Context) (err error) {
 
 // s3Snapshot is source.s3: one exact object key, downloaded.
 type s3Snapshot struct {
-	secret *corev1.Secret
-	src    *etcdv1alpha2.S3Source
+	secret  *corev1.Secret
+	src     *etcdv1alpha2.S3Source
+	rootCAs *x509.CertPool
 }
 
 func (s s3Snapshot) String() string { return fmt.Sprintf("s3://%s/%s", s.src.Bucket, s.src.Key) }
 
 func (s s3Snapshot) client() (*minio.Client, error) {
-	return objstore.FromSecret(objstore.Location{Endpoint: s.src.Endpoint, Region: s.src.Region, ForcePathStyle: s.src.ForcePathStyle}, s.secret)
+	return objstore.FromSecret(objstore.Location{Endpoint: s.src.Endpoint, Region: s.src.Region, ForcePathStyle: s.src.ForcePathStyle, RootCAs: s.rootCAs}, s.secret)
 }
 
 func (s s3Snapshot) size(ctx context.Context) (int64, error) {

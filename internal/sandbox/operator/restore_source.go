@@ -28,7 +28,7 @@ func (r *memberReconciler) restoreSource(ctx context.Context, m *etcdmember.Etcd
 		if err != nil {
 			return nil, "", err
 		}
-		return s3Snapshot{secret: &secret, src: src.S3}, "", nil
+		return s3Snapshot{secret: &secret, src: src.S3, rootCAs: r.s3RootCAs}, "", nil
 	case src.PVC != nil:
 		var pvc corev1.PersistentVolumeClaim
 		err := r.reader.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: src.PVC.ClaimName}, &pvc)

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -34,6 +35,8 @@ type snapshotAgent struct {
 	fleet     *Fleet
 	namespace string
 	env       map[string]string
+	// rootCAs verify an https S3 endpoint; nil means the system's roots.
+	rootCAs *x509.CertPool
 }
 
 func (a snapshotAgent) run(ctx context.Context) (etcdv1alpha2.SnapshotArtifact, int64, error) {
@@ -46,7 +49,7 @@ func (a snapshotAgent) run(ctx context.Context) (etcdv1alpha2.SnapshotArtifact, 
 	if err != nil {
 		return etcdv1alpha2.SnapshotArtifact{}, 0, err
 	}
-	s3, err := objstore.New(objstore.Location{Endpoint: a.env[envS3Endpoint], Region: a.env[envS3Region], ForcePathStyle: a.env[envS3PathStyle] == "true"},
+	s3, err := objstore.New(objstore.Location{Endpoint: a.env[envS3Endpoint], Region: a.env[envS3Region], ForcePathStyle: a.env[envS3PathStyle] == "true", RootCAs: a.rootCAs},
 		a.env[envAccessKeyID], a.env[envSecretAccesKey])
 	if err != nil {
 		return etcdv1alpha2.SnapshotArtifact{}, 0, err

@@ -5,7 +5,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -62,17 +61,11 @@ func Name(uid types.UID) string { return "etcd-inspect-" + names.Hash(string(uid
 
 // Labels mark the Job and its Pods as the inspection of a Backup.
 func Labels(uid types.UID) map[string]string {
-	return map[string]string{
-		backupsv1alpha1.InspectionLabel: string(uid),
-		"app.kubernetes.io/name":        "etcd-inspection",
-		"app.kubernetes.io/part-of":     "etcd-backup-driver",
-	}
+	return tenantjobs.Labels(backupsv1alpha1.InspectionLabel, string(uid), "etcd-inspection")
 }
 
 // WorkSize is the emptyDir's size limit: the object and slack.
-func WorkSize(s Spec) resource.Quantity {
-	return *resource.NewQuantity(s.Object.Size+WorkSlack, resource.BinarySI)
-}
+func WorkSize(s Spec) int64 { return s.Object.Size + WorkSlack }
 
 // Options are the binary's options for s.
 func Options(s Spec) step.Options {
@@ -88,7 +81,6 @@ func Build(s Spec) *batchv1.Job {
 	if name == "" {
 		name = Name(s.BackupUID)
 	}
-	work := WorkSize(s)
 	pod := tenantjobs.Pod{
 		Labels: Labels(s.BackupUID),
 		Containers: []tenantjobs.Container{{
@@ -96,8 +88,7 @@ func Build(s Spec) *batchv1.Job {
 			Mounts:        []corev1.VolumeMount{{Name: workVolume, MountPath: WorkDir}},
 			RequestMemory: "128Mi", LimitMemory: MemoryLimit,
 		}},
-		Volumes: []corev1.Volume{{Name: workVolume, VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &work}}}},
+		Volumes: []corev1.Volume{tenantjobs.Scratch(workVolume, WorkSize(s))},
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{

@@ -52,7 +52,10 @@ type Reconciler struct {
 	// MaxJobs bounds the inspection Jobs running at once (an upgrade
 	// finds every existing Backup uninspected); below 1 means 1.
 	MaxJobs int
-	Clock   clock.PassiveClock
+	// MaxJobsPerNamespace bounds those of one namespace; 0 means no
+	// bound.
+	MaxJobsPerNamespace int
+	Clock               clock.PassiveClock
 
 	// legacy remembers the Backups already read for the records of the
 	// earlier Backup CRD (migrate.go); SetupWithManager makes it, without

@@ -191,7 +191,7 @@ func TestInspectionsWaitForASlot(t *testing.T) {
 	h := newHarness(t)
 	g := h.g
 	// Other tests' Jobs count too: take as many slots as run now, plus one.
-	running, err := h.r.running(h.ctx)
+	running, _, err := h.r.running(h.ctx, h.ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	h.r.MaxJobs = running + 1
 	b1, b2 := h.backup("first", 0), h.backup("second", 10)

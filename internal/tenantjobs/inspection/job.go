@@ -3,7 +3,6 @@ package inspection
 import (
 	"context"
 	"fmt"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -73,12 +72,13 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 		if wait := r.retryWait(b); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		if running, err := r.running(ctx); err != nil || running >= max(r.MaxJobs, 1) {
-			if err != nil {
-				return ctrl.Result{}, err
-			}
+		wait, err := r.waitForSlot(ctx, b.Namespace)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if wait != "" {
 			return ctrl.Result{RequeueAfter: slotRecheck}, r.setInspected(ctx, b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionPending,
-				fmt.Sprintf("waiting for a slot: %d inspections may run at once (--max-inspection-jobs)", max(r.MaxJobs, 1)))
+				"waiting for a slot: "+wait)
 		}
 		if err := r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
 			return ctrl.Result{}, fmt.Errorf("create inspection Job %s/%s: %w", b.Namespace, name, err)
@@ -107,25 +107,6 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 	default:
 		return r.ended(ctx, b, &job, outcome, why)
 	}
-}
-
-// slotRecheck is how soon a Backup waiting for an inspection slot looks
-// again.
-const slotRecheck = 20 * time.Second
-
-// running counts the inspection Jobs that have not ended.
-func (r *Reconciler) running(ctx context.Context) (int, error) {
-	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, client.HasLabels{backupsv1alpha1.InspectionLabel}); err != nil {
-		return 0, fmt.Errorf("list inspection Jobs: %w", err)
-	}
-	n := 0
-	for i := range jobs.Items {
-		if o, _ := tenantjobs.OutcomeOf(&jobs.Items[i]); o == tenantjobs.Running && jobs.Items[i].DeletionTimestamp == nil {
-			n++
-		}
-	}
-	return n, nil
 }
 
 // report reads the report of job's newest Pod (tenantjobs.ReadReport).

@@ -5,7 +5,6 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -60,18 +59,12 @@ func NewName() string { return tenantjobs.RandomName("etcd-rehearsal-") }
 
 // Labels mark the Job and its Pods as a dry run's rehearsal.
 func Labels(restoreJobUID string) map[string]string {
-	return map[string]string{
-		backupsv1alpha1.RehearsalLabel: restoreJobUID,
-		"app.kubernetes.io/name":       "etcd-rehearsal",
-		"app.kubernetes.io/part-of":    "etcd-backup-driver",
-	}
+	return tenantjobs.Labels(backupsv1alpha1.RehearsalLabel, restoreJobUID, "etcd-rehearsal")
 }
 
 // WorkDirSize bounds the emptyDir: the staged file, the restored data
 // directory (the database again, and its WAL) and slack.
-func WorkDirSize(snapshotSize int64) resource.Quantity {
-	return *resource.NewQuantity(3*snapshotSize+256<<20, resource.BinarySI)
-}
+func WorkDirSize(snapshotSize int64) int64 { return 3*snapshotSize + 256<<20 }
 
 // Options are the binary's options for s.
 func (s Spec) Options() step.Options {
@@ -87,7 +80,6 @@ func (s Spec) Options() step.Options {
 
 // Build returns the Job of s, controlled by the RestoreJob owner.
 func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
-	sizeLimit := WorkDirSize(s.Object.Size)
 	owner.Controller, owner.BlockOwnerDeletion = ptr(true), ptr(true)
 	pod := tenantjobs.Pod{
 		Labels: Labels(s.RestoreJobUID),
@@ -97,8 +89,7 @@ func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 			Mounts:        []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}},
 			RequestMemory: "128Mi", LimitMemory: MemoryLimit,
 		}},
-		Volumes: []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{
-			EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &sizeLimit}}}},
+		Volumes: []corev1.Volume{tenantjobs.Scratch("work", WorkDirSize(s.Object.Size))},
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.JobName, Labels: Labels(s.RestoreJobUID),

@@ -63,6 +63,10 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Deadline bounds the Job; zero means DefaultDeadline.
 	Deadline time.Duration
+	// MaxJobs bounds the rehearsals running at once, MaxJobsPerNamespace
+	// those of one namespace; a dry run beyond either waits, queued
+	// (queue.go). 0 means no bound.
+	MaxJobs, MaxJobsPerNamespace int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
@@ -77,6 +81,8 @@ type Reconciler struct {
 	// made are the Jobs this process created, by memoKey, until the
 	// cache shows them.
 	made map[string]*batchv1.Job
+	// slots are the dry runs let start (queue.go).
+	slots slots
 }
 
 // CensusSlots is how many censuses run at once, of different
@@ -157,8 +163,9 @@ func (r *Reconciler) forgetName(nn types.NamespacedName) {
 	}
 }
 
-// forget forgets the dry run rj: its census and its Job.
+// forget forgets the dry run rj: its census, its Job and its slot.
 func (r *Reconciler) forget(rj *backupsv1alpha1.RestoreJob) {
+	r.release(memoKey(rj))
 	r.reads().Forget(rj.UID)
 	r.mu.Lock()
 	defer r.mu.Unlock()

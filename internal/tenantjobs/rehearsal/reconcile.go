@@ -68,6 +68,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	if rj.Status.Rehearsal == nil {
+		if why, err := r.admit(ctx, rj); err != nil || why != "" {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			return ctrl.Result{}, r.queue(ctx, rj, why)
+		}
 		// Count the live cluster first: its revision is the Job's floor,
 		// recorded in the status (which the tenant cannot write) before
 		// the Job exists, so a restarted driver builds the same Job. The

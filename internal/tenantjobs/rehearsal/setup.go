@@ -20,8 +20,9 @@ import (
 
 // SetupWithManager wires the watches: a dry run is woken by its
 // RestoreJob, its Backup, its Job (the manager's Job cache holds every
-// Job the driver makes) and the end of its census; nothing is polled but
-// a census whose wake was lost.
+// Job the driver makes), the end of its census and, while it waits for a
+// rehearsal slot, another dry run's start or end (queue.go); nothing is
+// polled but a census whose wake was lost.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options) error {
 	c := mgr.GetClient()
 	r.wake = make(chan event.GenericEvent, 1024)
@@ -39,6 +40,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		WithOptions(opts).
 		For(&backupsv1alpha1.RestoreJob{}).
 		Watches(&backupsv1alpha1.Backup{}, handler.EnqueueRequestsFromMapFunc(r.dryRunsOf(c))).
+		Watches(&backupsv1alpha1.RestoreJob{}, handler.EnqueueRequestsFromMapFunc(r.queuedOf(c))).
 		Watches(&batchv1.Job{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(),
 			&backupsv1alpha1.RestoreJob{}, handler.OnlyControllerOwner())).
 		WatchesRawSource(source.Channel(r.wake, &handler.EnqueueRequestForObject{})).

@@ -113,11 +113,7 @@ func NewName() string { return tenantjobs.RandomName("etcd-staging-") }
 
 // Labels mark the Job, its Pods and the claim as a restore's staging.
 func Labels(uid types.UID) map[string]string {
-	return map[string]string{
-		backupsv1alpha1.StagingLabel: string(uid),
-		"app.kubernetes.io/name":     "etcd-staging",
-		"app.kubernetes.io/part-of":  "etcd-backup-driver",
-	}
+	return tenantjobs.Labels(backupsv1alpha1.StagingLabel, string(uid), "etcd-staging")
 }
 
 // ClaimSize is room for both files twice over (a staged file is written

@@ -45,7 +45,7 @@ func TestBackupAndInPlaceRestoreWithBrokeredKey(t *testing.T) {
 	tn.awaitHealthy(1)
 	g.Expect(set.Check(tn.ctx, tn.etcd())).To(Succeed(), "the backed-up data is back")
 
-	target := keyscope.Target{Endpoint: sb.S3URL, Bucket: sandbox.DefaultBucket,
+	target := keyscope.Target{Endpoint: sb.S3URL, Bucket: sandbox.DefaultBucket, RootCAs: sb.S3CA.Pool,
 		Namespace: tn.ns, Secret: credbroker.SecretName(tn.class),
 		PlatformKeyID: sb.PlatformCredentials.AccessKeyID, PlatformSecret: sb.PlatformCredentials.SecretAccessKey}
 	report, err := keyscope.Check(tn.ctx, sb.Client, target)

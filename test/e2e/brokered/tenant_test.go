@@ -56,7 +56,6 @@ func newTenant(t testing.TB) *tenant {
 		&driverv1alpha1.StrategyPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: tn.class},
 			Spec: driverv1alpha1.StrategyPolicySpec{
-				AllowHTTPEndpoint: true,
 				CredentialBroker: &driverv1alpha1.CredentialBroker{
 					Provider:       driverv1alpha1.CredentialBrokerMinIO,
 					AdminSecretRef: driverv1alpha1.SecretReference{Name: "platform-s3-" + suffix},

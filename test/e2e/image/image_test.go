@@ -59,7 +59,7 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 		&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "image"},
-			Spec: driverv1alpha1.StrategyPolicySpec{AllowHTTPEndpoint: true}},
+			Spec: driverv1alpha1.StrategyPolicySpec{}}, // https only
 		&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "image"}, Spec: strategyv1alpha1.EtcdSpec{
 			Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
 				Bucket: sandbox.DefaultBucket, Endpoint: sb.S3URL, ForcePathStyle: &fps,

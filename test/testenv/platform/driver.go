@@ -26,6 +26,7 @@ func (p *Platform) Start(cfg *rest.Config, tweak func(*manager.Options)) {
 	o.BackupDeadline, o.RestoreDeadline = 2*time.Minute, 2*time.Minute
 	// The tenants' testenv.Operator plays the staging Jobs (no Pods run).
 	o.StagingImage = "etcd-backup-driver:platform-test"
+	o.S3CAFile = p.CAFile
 	if tweak != nil {
 		tweak(&o)
 	}

@@ -7,6 +7,8 @@ package platform
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,6 +31,7 @@ import (
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3ca"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -46,8 +49,8 @@ const (
 // Platform is one API server with the driver's admin objects: an Etcd
 // strategy (StrategyName) that sends every tenant's snapshots to Bucket
 // under <namespace>/<app>/ at S3URL, its StrategyPolicy (deletion policy
-// Delete, plain http allowed, and the broker when set), and the BackupClass
-// binding it.
+// Delete, plain http allowed only where S3URL is http, and the broker when
+// set), and the BackupClass binding it.
 type Platform struct {
 	// Client is an admin client.
 	Client client.Client
@@ -56,6 +59,10 @@ type Platform struct {
 	S3URL string
 	S3    *minio.Client
 	Creds s3server.Credentials
+	// CA issued S3's certificate and CAFile holds it (the driver's
+	// --s3-ca-file, the operator's roots); nil and empty over plain http.
+	CA     *s3ca.CA
+	CAFile string
 	// Broker, when set, makes the strategy broker per-tenant keys with
 	// Creds as the platform credential (kept in the driver's namespace as
 	// AdminSecret); tenants then get no copy of Creds. See NewBrokered.
@@ -93,7 +100,7 @@ func (p *Platform) Create(ctx context.Context) error {
 		},
 		&driverv1alpha1.StrategyPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: StrategyName},
-			Spec: driverv1alpha1.StrategyPolicySpec{DeletionPolicy: driverv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: true,
+			Spec: driverv1alpha1.StrategyPolicySpec{DeletionPolicy: driverv1alpha1.DeletionPolicyDelete, AllowHTTPEndpoint: strings.HasPrefix(p.S3URL, "http://"),
 				CredentialBroker: p.Broker.DeepCopy()},
 		},
 		&backupsv1alpha1.BackupClass{
@@ -133,7 +140,7 @@ func (p *Platform) NewTenant(t *testing.T, name string) *Tenant {
 	tn.Create(p.TenantObjects(tn.NS)...)
 	g.Expect(testenv.MarkHealthy(tn.Ctx, tn.p.Client, client.ObjectKey{Namespace: tn.NS, Name: "etcd"})).To(Succeed())
 	tn.Op = testenv.StartOperator(t, tn.p.Client, tn.NS, tn.p.S3)
-	tn.Op.Set(func(op *testenv.Operator) { op.KeyFromSecret = p.Broker != nil })
+	tn.Op.Set(func(op *testenv.Operator) { op.KeyFromSecret, op.S3CA = p.Broker != nil, p.CA })
 	return tn
 }
 
@@ -330,7 +337,7 @@ func (tn *Tenant) HelmRelease() *helmv2.HelmRelease {
 // credential, not root (not yet created: see Create and Start). S3 is a
 // root client, for the tests' own reads.
 func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
-	s3c, err := testenv.S3Client(m.Endpoint, m.RootUser, m.RootPassword)
+	s3c, err := m.Client(m.RootUser, m.RootPassword)
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +349,7 @@ func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
 		return nil, err
 	}
 	creds := s3server.Credentials{AccessKeyID: id, SecretAccessKey: secret}
-	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, Broker: &driverv1alpha1.CredentialBroker{
+	return &Platform{Client: c, S3URL: m.Endpoint, S3: s3c, Creds: creds, CA: m.CA, CAFile: m.CAFile(), Broker: &driverv1alpha1.CredentialBroker{
 		Provider: driverv1alpha1.CredentialBrokerMinIO, AdminSecretRef: driverv1alpha1.SecretReference{Name: AdminSecret},
 	}}, nil
 }
@@ -350,16 +357,26 @@ func NewBrokered(c client.Client, m *testenv.MinIO) (*Platform, error) {
 // DefaultCreds are the platform's S3 keys, copied into every tenant.
 var DefaultCreds = s3server.Credentials{AccessKeyID: "platform-key", SecretAccessKey: "platform-secret-key"}
 
-// New starts a plain-http S3 server in dir with the platform's bucket and
-// returns a Platform on it for c (not yet created: see Create and Start).
+// New starts an S3 server in dir with the platform's bucket, speaking https
+// with a CA of its own (as a platform's S3 behind a private CA does; the
+// CA's PEM in dir/s3-ca.crt), and returns a Platform on it for c (not yet
+// created: see Create and Start).
 func New(c client.Client, dir string) (*Platform, error) {
-	srv, err := s3server.Start(dir, DefaultCreds, Bucket)
+	ca, err := s3ca.New()
 	if err != nil {
 		return nil, err
 	}
-	s3c, err := testenv.S3Client(srv.URL, DefaultCreds.AccessKeyID, DefaultCreds.SecretAccessKey)
+	p := &Platform{Client: c, Creds: DefaultCreds, CA: ca, CAFile: filepath.Join(dir, "s3-ca.crt")}
+	if err := ca.WriteCA(p.CAFile); err != nil {
+		return nil, err
+	}
+	srv, err := s3server.StartTLS(filepath.Join(dir, "s3"), DefaultCreds, ca.Serving, Bucket)
 	if err != nil {
 		return nil, err
 	}
-	return &Platform{Client: c, S3URL: srv.URL, S3: s3c, Creds: DefaultCreds}, nil
+	p.S3URL = srv.URL
+	if p.S3, err = testenv.S3ClientWithCA(srv.URL, DefaultCreds.AccessKeyID, DefaultCreds.SecretAccessKey, ca); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -70,6 +70,16 @@ func Labels(name string) map[string]string {
 	}
 }
 
+// LabelKeys are the keys of Labels: what the Deployment cache keeps of a
+// look-alike it trims (cachetrim.Deployment).
+func LabelKeys() []string {
+	keys := make([]string, 0, 3)
+	for k := range Labels("") {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // meta is the metadata every object of s carries: controlled by its
 // record.
 func (s Spec) meta() metav1.ObjectMeta {

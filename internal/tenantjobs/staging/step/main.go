@@ -37,6 +37,28 @@ func run(ctx context.Context, o Options, env func(string) string) (Result, error
 	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
 }
 
+// StoreFromEnv is how every step reaches S3: the keys and the driver's
+// optional CA bundle (tenantjobs.CredentialsEnv) read from env, under the
+// endpoint policy of cidrs and allowHTTP. Missing keys wrap
+// s3object.ErrCredentials; bad ranges or a bundle with no certificate wrap
+// ErrArguments.
+func StoreFromEnv(cidrs []string, allowHTTP bool, env func(string) string) (s3object.Store, s3object.Credentials, error) {
+	creds := s3object.Credentials{AccessKeyID: env(s3object.AccessKeyIDKey), SecretAccessKey: env(s3object.SecretAccessKeyKey)}
+	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
+		return s3object.Store{}, creds, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, s3object.AccessKeyIDKey, s3object.SecretAccessKeyKey)
+	}
+	policy, err := endpointpolicy.Parse(cidrs)
+	if err != nil {
+		return s3object.Store{}, creds, fmt.Errorf("%w: %w", ErrArguments, err)
+	}
+	if pem := env(s3object.EnvCAPEM); pem != "" {
+		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
+			return s3object.Store{}, creds, fmt.Errorf("%w: %s: %w", ErrArguments, s3object.EnvCAPEM, err)
+		}
+	}
+	return s3object.Store{Policy: policy, AllowHTTP: allowHTTP}, creds, nil
+}
+
 // Source is one stored object and the endpoint policy to reach it by.
 type Source struct {
 	Endpoint  string
@@ -58,20 +80,10 @@ type Source struct {
 // it is downloaded). The caller checks the bytes (Download, Stage) and
 // closes the reader. Errors sort as Stage's (Classify).
 func Fetch(ctx context.Context, src Source, env func(string) string) (io.ReadCloser, error) {
-	creds := s3object.Credentials{AccessKeyID: env(s3object.AccessKeyIDKey), SecretAccessKey: env(s3object.SecretAccessKeyKey)}
-	if creds.AccessKeyID == "" || creds.SecretAccessKey == "" {
-		return nil, fmt.Errorf("%w: %s or %s is not set", s3object.ErrCredentials, s3object.AccessKeyIDKey, s3object.SecretAccessKeyKey)
-	}
-	policy, err := endpointpolicy.Parse(src.AllowedEndpointCIDRs)
+	store, creds, err := StoreFromEnv(src.AllowedEndpointCIDRs, src.AllowHTTP, env)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrArguments, err)
+		return nil, err
 	}
-	if pem := env(s3object.EnvCAPEM); pem != "" {
-		if policy, err = policy.WithCAPEM([]byte(pem)); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrArguments, s3object.EnvCAPEM, err)
-		}
-	}
-	store := s3object.Store{Policy: policy, AllowHTTP: src.AllowHTTP}
 	loc := s3object.Location{Endpoint: src.Endpoint, Bucket: src.Bucket, Key: src.Key, Region: src.Region, ForcePathStyle: src.PathStyle}
 
 	size, err := store.Stat(ctx, loc, creds)
