@@ -19,7 +19,7 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code (the API mirrors and the
 # Cozystack's own CRDs (config/crd/upstream/cozystack, as pinned) that
 # tests, the sandbox and the chart install instead of generating ours from
 # api/: their Go types mirror exactly the fields those CRDs serve.
-COZYSTACK_CRDS := backups.cozystack.io_backupclasses.yaml backups.cozystack.io_backupjobs.yaml backups.cozystack.io_plans.yaml backups.cozystack.io_restorejobs.yaml strategy.backups.cozystack.io_etcds.yaml
+COZYSTACK_CRDS := backups.cozystack.io_backupclasses.yaml backups.cozystack.io_backupjobs.yaml backups.cozystack.io_backups.yaml backups.cozystack.io_plans.yaml backups.cozystack.io_restorejobs.yaml strategy.backups.cozystack.io_etcds.yaml
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) upstream-crds ## Regenerate CRDs (ours and the small test CRDs), RBAC and the module-served upstream CRDs.

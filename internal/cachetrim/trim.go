@@ -124,12 +124,25 @@ var HelmRelease toolscache.TransformFunc = func(in any) (any, error) {
 // application, strategy, bucket, endpoint, the Verified condition and
 // the destination in status.underlyingResources. A cached Backup costs
 // about half as much.
+//
+// A Backup larger than any the driver writes (Oversized) keeps neither its
+// driverMetadata nor its status.underlyingResources in the cache, and is
+// marked trimmed: it cannot verify, and a tenant writing many of them
+// cannot grow the driver's memory with them (Cozystack's Backup CRD bounds
+// none of these fields).
 var Backup toolscache.TransformFunc = func(in any) (any, error) {
 	b, ok := in.(*backupsv1alpha1.Backup)
 	if !ok {
 		return Plain(in)
 	}
 	stripManagedFields(b)
+	if Oversized(b) {
+		b.Spec.DriverMetadata, b.Status.UnderlyingResources = nil, nil
+		if len(b.Spec.ApplicationRef.Name) > maxName {
+			b.Spec.ApplicationRef.Name = ""
+		}
+		markTrimmed(b)
+	}
 	shareRef(&b.Spec.ApplicationRef)
 	shareRef(&b.Spec.StrategyRef)
 	b.Spec.DriverMetadata = shareMap(b.Spec.DriverMetadata)
@@ -138,4 +151,31 @@ var Backup toolscache.TransformFunc = func(in any) (any, error) {
 		u.Raw = shared.Bytes(u.Raw)
 	}
 	return b, nil
+}
+
+// Bounds of a Backup the driver writes, well above what it writes: 64
+// driverMetadata entries, keys of at most 253 and values of at most 4096
+// characters (what the driver's own Backup CRD enforced before Cozystack's
+// replaced it), an application name of at most 253, and 64 KiB of
+// status.underlyingResources (the peer's fields, a manifest cut to fit a
+// 4 KiB report, a rehearsal record).
+const (
+	maxDriverMetadata = 64
+	maxName           = 253
+	maxMetaValue      = 4096
+	maxUnderlying     = 64 << 10
+)
+
+// Oversized reports whether b is larger than any Backup the driver
+// writes: a tenant's, made to take the driver's memory.
+func Oversized(b *backupsv1alpha1.Backup) bool {
+	if len(b.Spec.DriverMetadata) > maxDriverMetadata || len(b.Spec.ApplicationRef.Name) > maxName {
+		return true
+	}
+	for k, v := range b.Spec.DriverMetadata {
+		if len(k) > maxName || len(v) > maxMetaValue {
+			return true
+		}
+	}
+	return b.Status.UnderlyingResources != nil && len(b.Status.UnderlyingResources.Raw) > maxUnderlying
 }

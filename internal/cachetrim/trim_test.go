@@ -166,3 +166,38 @@ func TestBackupSharesWhatRepeats(t *testing.T) {
 	runtime.KeepAlive(a)
 	runtime.KeepAlive(b)
 }
+
+// Cozystack's Backup CRD bounds none of a Backup's fields, so a tenant can
+// write Backups far larger than any the driver writes (test/apivalidation
+// proved the bound of the driver's own CRD, which is gone): the cache
+// keeps of them neither driverMetadata nor status.underlyingResources,
+// marked trimmed; a Backup of the driver's size is kept whole.
+func TestOversizedBackupsAreNotKept(t *testing.T) {
+	g := NewWithT(t)
+	many := backupOf("tenant-big", "many", nil)
+	for i := range 65 {
+		many.Spec.DriverMetadata[fmt.Sprintf("k%d", i)] = "v"
+	}
+	huge := backupOf("tenant-big", "huge", nil)
+	huge.Spec.DriverMetadata[artifact.MetaKey] = strings.Repeat("k", 100<<10)
+	longKey := backupOf("tenant-big", "long-key", nil)
+	longKey.Spec.DriverMetadata[strings.Repeat("k", 254)] = "v"
+	longName := backupOf("tenant-big", "long-name", nil)
+	longName.Spec.ApplicationRef.Name = strings.Repeat("a", 254)
+	payload := backupOf("tenant-big", "payload", nil)
+	payload.Status.UnderlyingResources.Raw = []byte(`{"kind":"EtcdBackupSnapshot","x":"` + strings.Repeat("x", 64<<10) + `"}`)
+	for _, b := range []*backupsv1alpha1.Backup{many, huge, longKey, longName, payload} {
+		out, err := Backup(b)
+		g.Expect(err).NotTo(HaveOccurred())
+		got := out.(*backupsv1alpha1.Backup)
+		g.Expect(got.Spec.DriverMetadata).To(BeNil(), b.Name)
+		g.Expect(got.Status.UnderlyingResources).To(BeNil(), b.Name)
+		g.Expect(len(got.Spec.ApplicationRef.Name)).To(BeNumerically("<=", 253), b.Name)
+		g.Expect(Trimmed(got)).To(BeTrue(), b.Name)
+	}
+	normal := backupOf("tenant-big", "normal", nil)
+	normal.Spec.DriverMetadata[artifact.MetaKey] = strings.Repeat("k", 4096)
+	out, _ := Backup(normal)
+	g.Expect(Trimmed(out.(*backupsv1alpha1.Backup))).To(BeFalse())
+	g.Expect(out.(*backupsv1alpha1.Backup).Spec.DriverMetadata).To(HaveLen(3))
+}

@@ -7,10 +7,11 @@ package contentdrop
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -24,12 +25,18 @@ type Thresholds struct {
 	MinDroppedObjects      int64
 	// MaxNamespacesGone: more namespaces than this gone is a drop.
 	MaxNamespacesGone int64
+	// Expiring are resources whose objects expire on their own (events
+	// by kube-apiserver's --event-ttl, leases and masterleases with their
+	// holders): fewer of them is no drop. The manifests still count them,
+	// and a rehearsal's report and ebdctl diff still show them changing.
+	Expiring []string
 }
 
 // ThresholdsOf reads the inspection settings of the strategy's
 // StrategyPolicy (defaulted by internal/strategypolicy).
 func ThresholdsOf(in strategypolicy.Inspection) Thresholds {
-	return Thresholds{int64(in.MaxResourceDropPercent), int64(in.MinDroppedObjects), int64(in.MaxNamespacesGone)}
+	return Thresholds{int64(in.MaxResourceDropPercent), int64(in.MinDroppedObjects), int64(in.MaxNamespacesGone),
+		slices.Clone(in.ExpiringResources)}
 }
 
 // Drop is one thing that dropped.
@@ -61,11 +68,12 @@ func (d Drop) String() string {
 }
 
 // Compare lists what dropped from prev to cur under t, largest loss
-// first, from what prev lists. A keyspace or a resource that cur does not
+// first, from what prev lists. A resource of t.Expiring never drops: its
+// objects go by design. A keyspace or a resource that cur does not
 // list is gone only when cur's list proves it (manifest.Compare's rule):
 // one cut from a list, to the manifest's bounds or to fit the inspection's
 // report, is not known to have dropped and is not reported.
-func Compare(prev, cur *backupsv1alpha1.BackupManifest, t Thresholds) []Drop {
+func Compare(prev, cur *driverv1alpha1.BackupManifest, t Thresholds) []Drop {
 	var drops []Drop
 	for _, k := range manifest.Compare(prev, cur) {
 		if !k.InFrom || k.ObjectsTo == nil {
@@ -91,7 +99,7 @@ func Compare(prev, cur *backupsv1alpha1.BackupManifest, t Thresholds) []Drop {
 func resourceDrops(k manifest.KeyspaceDiff, t Thresholds) []Drop {
 	var out []Drop
 	for _, r := range k.Resources {
-		if r.Delta == nil {
+		if r.Delta == nil || slices.Contains(t.Expiring, r.Name) {
 			continue
 		}
 		lost := -*r.Delta

@@ -4,63 +4,63 @@ import (
 	"strings"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 )
 
-func ks(prefix string, ns []string, res ...backupsv1alpha1.ObjectCount) backupsv1alpha1.KeyspaceManifest {
-	k := backupsv1alpha1.KeyspaceManifest{Prefix: prefix, Namespaces: int64(len(ns)), NamespaceNames: ns, Resources: res}
+func ks(prefix string, ns []string, res ...driverv1alpha1.ObjectCount) driverv1alpha1.KeyspaceManifest {
+	k := driverv1alpha1.KeyspaceManifest{Prefix: prefix, Namespaces: int64(len(ns)), NamespaceNames: ns, Resources: res}
 	for _, r := range res {
 		k.Objects += r.Count
 	}
 	return k
 }
 
-func oc(name string, n int64) backupsv1alpha1.ObjectCount {
-	return backupsv1alpha1.ObjectCount{Name: name, Count: n}
+func oc(name string, n int64) driverv1alpha1.ObjectCount {
+	return driverv1alpha1.ObjectCount{Name: name, Count: n}
 }
 
 func TestCompare(t *testing.T) {
-	base := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+	base := &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 		ks("/registry", []string{"a", "b", "default"}, oc("pods", 40), oc("configmaps", 20), oc("secrets", 4)),
 		ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 	}}
 	def := ThresholdsOf(strategypolicy.Effective("", nil).Inspection)
 	for _, tc := range []struct {
 		name string
-		cur  *backupsv1alpha1.BackupManifest
+		cur  *driverv1alpha1.BackupManifest
 		th   Thresholds
 		want []string // substrings, in order
 	}{
 		{name: "unchanged", cur: base},
-		{name: "a small shrink is no drop", cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "a small shrink is no drop", cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"a", "b", "default"}, oc("pods", 21), oc("configmaps", 20), oc("secrets", 4)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}},
-		{name: "more than half the pods gone", cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "more than half the pods gone", cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"a", "b", "default"}, oc("pods", 19), oc("configmaps", 20), oc("secrets", 4)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}, want: []string{"pods in /registry: 40 → 19"}},
-		{name: "a small resource emptied is under the minimum", cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "a small resource emptied is under the minimum", cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"a", "b", "default"}, oc("pods", 40), oc("configmaps", 20)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}},
-		{name: "namespaces deleted", cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "namespaces deleted", cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"default"}, oc("pods", 2), oc("configmaps", 2)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}, want: []string{"pods in /registry: 40 → 2", "configmaps in /registry: 20 → 2", "namespaces gone from /registry: a, b"}},
-		{name: "one namespace tolerated", th: Thresholds{50, 5, 1}, cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "one namespace tolerated", th: Thresholds{50, 5, 1, nil}, cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"b", "default"}, oc("pods", 40), oc("configmaps", 20), oc("secrets", 4)),
 			ks("/tenant_cp", []string{"default"}, oc("pods", 10)),
 		}}},
-		{name: "a control plane's keyspace gone", cur: &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{
+		{name: "a control plane's keyspace gone", cur: &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{
 			ks("/registry", []string{"a", "b", "default"}, oc("pods", 40), oc("configmaps", 20), oc("secrets", 4)),
 		}}, want: []string{"keyspace /tenant_cp gone (10 objects)"}},
-		{name: "everything gone", cur: &backupsv1alpha1.BackupManifest{}, want: []string{"keyspace /registry gone (64 objects)", "keyspace /tenant_cp gone"}},
+		{name: "everything gone", cur: &driverv1alpha1.BackupManifest{}, want: []string{"keyspace /registry gone (64 objects)", "keyspace /tenant_cp gone"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			th := tc.th
-			if th == (Thresholds{}) {
+			if th.MinDroppedObjects == 0 {
 				th = def
 			}
 			drops := Compare(base, tc.cur, th)
@@ -77,12 +77,12 @@ func TestCompare(t *testing.T) {
 }
 
 func TestTruncatedListsAreNotReadAsDrops(t *testing.T) {
-	prev := &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks("/registry", nil, oc("widgets", 30))}}
-	res := make([]backupsv1alpha1.ObjectCount, backupsv1alpha1.ManifestMaxResources)
+	prev := &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{ks("/registry", nil, oc("widgets", 30))}}
+	res := make([]driverv1alpha1.ObjectCount, driverv1alpha1.ManifestMaxResources)
 	for i := range res {
 		res[i] = oc(strings.Repeat("r", i+1), 100)
 	}
-	cur := &backupsv1alpha1.BackupManifest{Truncated: true, Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks("/registry", nil, res...)}}
+	cur := &driverv1alpha1.BackupManifest{Truncated: true, Keyspaces: []driverv1alpha1.KeyspaceManifest{ks("/registry", nil, res...)}}
 	// The keyspace still holds its 30 widgets; its list no longer names
 	// them (a cut list's counts add up to less than its objects).
 	cur.Keyspaces[0].Objects += 30

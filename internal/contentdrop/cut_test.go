@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
@@ -29,10 +29,10 @@ func controlPlane(c *manifest.Counter, prefix string, resources, each int) {
 
 // inspected is the manifest the driver reads from an inspection Pod's
 // termination message: the Counter's, through the 4,000-byte report.
-func inspected(t *testing.T, c *manifest.Counter) *backupsv1alpha1.BackupManifest {
+func inspected(t *testing.T, c *manifest.Counter) *driverv1alpha1.BackupManifest {
 	t.Helper()
 	ks, cut := c.Keyspaces()
-	rep := inspectionstep.NewReport(backupsv1alpha1.BackupManifest{Revision: 100, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}, nil)
+	rep := inspectionstep.NewReport(driverv1alpha1.BackupManifest{Revision: 100, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}, nil)
 	got, err := inspectionstep.ParseReport(rep.Line())
 	if err != nil {
 		t.Fatal(err)

@@ -8,13 +8,13 @@ import (
 
 	. "github.com/onsi/gomega"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 )
 
 // counted is the manifest of a snapshot holding one Kubernetes keyspace
 // per prefix, the nth with n+1 pods in each of two namespaces.
-func counted(prefixes ...string) *backupsv1alpha1.BackupManifest {
+func counted(prefixes ...string) *driverv1alpha1.BackupManifest {
 	c := manifest.NewCounter()
 	for n, p := range prefixes {
 		for _, ns := range []string{"a", "b"} {
@@ -25,7 +25,7 @@ func counted(prefixes ...string) *backupsv1alpha1.BackupManifest {
 		}
 	}
 	ks, cut := c.Keyspaces()
-	return &backupsv1alpha1.BackupManifest{Revision: 10, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}
+	return &driverv1alpha1.BackupManifest{Revision: 10, Keys: c.Keys(), DBSizeBytes: 1 << 20, Keyspaces: ks, Truncated: cut}
 }
 
 // A fifth control plane pushes the smallest keyspace out of the

@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 )
 
@@ -64,17 +66,18 @@ func (e *env) runDiff(ctx context.Context, from, to, output string) error {
 	if err != nil {
 		return err
 	}
-	var manifests [2]*backupsv1alpha1.BackupManifest
+	var manifests [2]*driverv1alpha1.BackupManifest
 	for i, name := range []string{from, to} {
 		b, err := getBackup(ctx, c, ns, name)
 		if err != nil {
 			return err
 		}
-		if b.Status.Manifest == nil {
+		m := artifact.Manifest(b)
+		if m == nil {
 			return fmt.Errorf("Backup %s/%s has no manifest: %s", ns, name,
 				noManifestReason(conditionSummary(b, backupsv1alpha1.BackupConditionInspected)))
 		}
-		manifests[i] = b.Status.Manifest
+		manifests[i] = m
 	}
 	res := diffManifests(ns, from, to, manifests[0], manifests[1])
 	if output == outputJSON || output == outputYAML {
@@ -86,7 +89,7 @@ func (e *env) runDiff(ctx context.Context, from, to, output string) error {
 // diffManifests compares two manifests keyspace by keyspace, with the
 // driver's rule for a list that was cut: what it does not list is
 // unknown, not zero. Namespace names are sorted for reading.
-func diffManifests(ns, from, to string, a, b *backupsv1alpha1.BackupManifest) *DiffResult {
+func diffManifests(ns, from, to string, a, b *driverv1alpha1.BackupManifest) *DiffResult {
 	res := &DiffResult{Namespace: ns, From: from, To: to, FromRevision: a.Revision, ToRevision: b.Revision, FromKeys: a.Keys, ToKeys: b.Keys,
 		Keyspaces: manifest.Compare(a, b)}
 	for i := range res.Keyspaces {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // Terminal escapes a tenant can write: a clear screen, a window title
@@ -44,8 +45,8 @@ func TestRehearsalResultSanitisesWhatATenantWrote(t *testing.T) {
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "monday" + escapes}},
 		Status:     backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseSucceeded, Message: "rehearsed" + escapes},
 	}
-	withRehearsal(g, job, &backupsv1alpha1.RehearsalReport{RevisionAfter: 420, KeysAfter: 95,
-		Resources: []backupsv1alpha1.CountChange{{Name: "pods" + escapes, Before: 3, After: 10}}})
+	withRehearsal(g, job, &driverv1alpha1.RehearsalReport{RevisionAfter: 420, KeysAfter: 95,
+		Resources: []driverv1alpha1.CountChange{{Name: "pods" + escapes, Before: 3, After: 10}}})
 	g.Expect(e.rehearsalResult(job)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("of Backup monday?[2J?]0;owned? succeeded"))
 	g.Expect(out.String()).NotTo(ContainSubstring("\x1b"))

@@ -10,30 +10,44 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // smallManifest is a small manifest of one /registry keyspace.
-func smallManifest(rev int64, resources map[string]int64, namespaces ...string) *backupsv1alpha1.BackupManifest {
-	ks := backupsv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces}
+func smallManifest(rev int64, resources map[string]int64, namespaces ...string) *driverv1alpha1.BackupManifest {
+	ks := driverv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces}
 	for name, n := range resources {
-		ks.Resources = append(ks.Resources, backupsv1alpha1.ObjectCount{Name: name, Count: n})
+		ks.Resources = append(ks.Resources, driverv1alpha1.ObjectCount{Name: name, Count: n})
 		ks.Objects += n
 	}
 	for _, ns := range namespaces {
-		ks.TopNamespaces = append(ks.TopNamespaces, backupsv1alpha1.ObjectCount{Name: ns, Count: 2})
+		ks.TopNamespaces = append(ks.TopNamespaces, driverv1alpha1.ObjectCount{Name: ns, Count: 2})
 	}
-	return &backupsv1alpha1.BackupManifest{InspectedAt: metav1.NewTime(now.Add(-time.Hour)), Revision: rev, CompactedRevision: rev - 10,
-		Keys: ks.Objects + 5, DBSizeBytes: 2 << 20, Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks}}
+	return &driverv1alpha1.BackupManifest{InspectedAt: metav1.NewTime(now.Add(-time.Hour)), Revision: rev, CompactedRevision: rev - 10,
+		Keys: ks.Objects + 5, DBSizeBytes: 2 << 20, Keyspaces: []driverv1alpha1.KeyspaceManifest{ks}}
 }
 
-func withManifest(b *backupsv1alpha1.Backup, m *backupsv1alpha1.BackupManifest) *backupsv1alpha1.Backup {
-	b.Status.Manifest = m
+// payloadOf gives b the peer's payload when it has none, for the
+// driver's records to sit beside.
+func payloadOf(b *backupsv1alpha1.Backup) *backupsv1alpha1.Backup {
+	if b.Status.UnderlyingResources == nil {
+		b.Status.UnderlyingResources = &runtime.RawExtension{Raw: []byte(`{"kind":"EtcdBackupSnapshot","apiVersion":"backups.cozystack.io/v1alpha1"}`)}
+	}
+	return b
+}
+
+func withManifest(b *backupsv1alpha1.Backup, m *driverv1alpha1.BackupManifest) *backupsv1alpha1.Backup {
+	if err := artifact.SetManifest(payloadOf(b), m); err != nil {
+		panic(err)
+	}
 	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionInspected,
 		Status: metav1.ConditionTrue, Reason: backupsv1alpha1.BackupReasonInspected, Message: "manifest verified"})
 	return b
@@ -45,9 +59,9 @@ func TestShowPrintsTheManifest(t *testing.T) {
 		smallManifest(420, map[string]int64{"pods": 7, "configmaps": 3}, "default", "kube-system", "shop"))
 	b.Status.Conditions = append(b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionContentDrop,
 		Status: metav1.ConditionFalse, Reason: backupsv1alpha1.BackupReasonContentUnchanged, Message: "nothing dropped"})
-	b.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "drill-1", Succeeded: true,
-		CompletedAt: metav1.NewTime(now.Add(-3 * time.Hour)), Message: "booted at revision 420"}
-	b.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b2"}
+	g.Expect(artifact.SetLastRehearsal(b, &driverv1alpha1.RehearsalRecord{RestoreJob: "drill-1", Succeeded: true,
+		CompletedAt: metav1.NewTime(now.Add(-3 * time.Hour)), Message: "booted at revision 420"})).To(Succeed())
+	b.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "b2"}
 	e, out, _ := fakeEnv(b)
 	g.Expect(e.run("show", "b1", "-n", "tenant-a")).To(Succeed())
 	text := out.String()
@@ -147,8 +161,8 @@ func TestDiffSaysWhatItCannotKnow(t *testing.T) {
 	b.Truncated = true
 	b.Keyspaces[0].Objects += 2 // the widgets it no longer lists
 	b.Keyspaces[0].Namespaces = 40
-	b.Keyspaces = append(b.Keyspaces, backupsv1alpha1.KeyspaceManifest{Prefix: "/tenant_cp", Objects: 3,
-		Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 3}}})
+	b.Keyspaces = append(b.Keyspaces, driverv1alpha1.KeyspaceManifest{Prefix: "/tenant_cp", Objects: 3,
+		Resources: []driverv1alpha1.ObjectCount{{Name: "pods", Count: 3}}})
 	res := diffManifests("ns", "a", "b", a, b)
 	g.Expect(res.Keyspaces).To(HaveLen(2))
 	reg := res.Keyspaces[0]
@@ -195,8 +209,8 @@ func TestRehearsalResultPrintsTheReport(t *testing.T) {
 		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "monday"}},
 		Status:     backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseSucceeded, Message: "rehearsed"},
 	}
-	withRehearsal(g, job, &backupsv1alpha1.RehearsalReport{RevisionBefore: 900, RevisionAfter: 420, KeysBefore: 80, KeysAfter: 95,
-		Resources:           []backupsv1alpha1.CountChange{{Name: "pods", Before: 3, After: 10}},
+	withRehearsal(g, job, &driverv1alpha1.RehearsalReport{RevisionBefore: 900, RevisionAfter: 420, KeysBefore: 80, KeysAfter: 95,
+		Resources:           []driverv1alpha1.CountChange{{Name: "pods", Before: 3, After: 10}},
 		NamespacesReturning: []string{"shop", "blog"}, NamespacesVanishing: []string{"scratch"}})
 	g.Expect(e.rehearsalResult(job)).To(Succeed())
 	text := out.String()
@@ -218,7 +232,7 @@ func TestRehearsalResultPrintsTheReport(t *testing.T) {
 
 // withRehearsal writes report in the driver's record annotation on job,
 // as the driver would (unsigned: ebdctl does not verify it).
-func withRehearsal(g Gomega, job *backupsv1alpha1.RestoreJob, report *backupsv1alpha1.RehearsalReport) {
+func withRehearsal(g Gomega, job *backupsv1alpha1.RestoreJob, report *driverv1alpha1.RehearsalReport) {
 	raw, err := json.Marshal(rehearsalrecord.Record{Report: report})
 	g.Expect(err).NotTo(HaveOccurred())
 	job.Annotations = map[string]string{rehearsalrecord.Annotation: string(raw)}
@@ -231,7 +245,8 @@ func TestStatusWideShowsTheLastRehearsal(t *testing.T) {
 	p := plan("tenant-a", "nightly", "etcd", "0 2 * * *", 7*24*time.Hour)
 	withRecord(g, p, planrecord.Record{LastRehearsal: &planrecord.Rehearsal{RestoreJob: "drill", Backup: "b1", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}})
 	b := readyBackup("tenant-a", "b1", "etcd", 10*time.Hour)
-	b.Status.LastRehearsal = &backupsv1alpha1.RehearsalRecord{RestoreJob: "manual", Succeeded: false, CompletedAt: metav1.NewTime(now.Add(-5 * time.Hour))}
+	g.Expect(artifact.SetLastRehearsal(payloadOf(b), &driverv1alpha1.RehearsalRecord{RestoreJob: "manual", Succeeded: false,
+		CompletedAt: metav1.NewTime(now.Add(-5 * time.Hour))})).To(Succeed())
 	other := plan("tenant-b", "nightly", "etcd", "0 2 * * *", 7*24*time.Hour)
 	withRecord(g, other, planrecord.Record{LastRehearsal: &planrecord.Rehearsal{RestoreJob: "drill", Succeeded: true, CompletedAt: metav1.NewTime(now.Add(-50 * time.Hour))}})
 	e, out, _ := fakeEnv(p, b, other, readyBackup("tenant-b", "b1", "etcd", 10*time.Hour), readyBackup("tenant-c", "b1", "etcd", 10*time.Hour))

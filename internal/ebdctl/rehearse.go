@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
 
@@ -20,7 +21,7 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 	}
 	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", oneLine(job.Namespace), oneLine(job.Name),
 		oneLine(job.Spec.BackupRef.Name), outcome, oneLine(job.Status.Message))
-	var report *backupsv1alpha1.RehearsalReport
+	var report *driverv1alpha1.RehearsalReport
 	if rec, ok := rehearsalrecord.Peek(job); ok {
 		report = rec.Report
 	}
@@ -34,7 +35,7 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 }
 
 // printRehearsal writes what a real restore would change.
-func printRehearsal(w io.Writer, r *backupsv1alpha1.RehearsalReport) error {
+func printRehearsal(w io.Writer, r *driverv1alpha1.RehearsalReport) error {
 	if r == nil {
 		_, err := fmt.Fprintln(w, "No rehearsal report.")
 		return err

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
 
 func (e *env) showCommand() *cobra.Command {
@@ -47,14 +49,14 @@ type ShowResult struct {
 	Application string     `json:"application"`
 	Phase       string     `json:"phase"`
 	TakenAt     *time.Time `json:"takenAt,omitempty"`
-	// Manifest is the Backup's status.manifest; absent when it has none.
-	Manifest    *backupsv1alpha1.BackupManifest `json:"manifest,omitempty"`
-	Inspected   *ConditionSummary               `json:"inspected,omitempty"`
-	ContentDrop *ConditionSummary               `json:"contentDrop,omitempty"`
+	// Manifest is the Backup's status.underlyingResources.manifest; absent when it has none.
+	Manifest    *driverv1alpha1.BackupManifest `json:"manifest,omitempty"`
+	Inspected   *ConditionSummary              `json:"inspected,omitempty"`
+	ContentDrop *ConditionSummary              `json:"contentDrop,omitempty"`
 	// HeldForContentDrop names the Backup whose content drop makes
 	// retention keep this one (the hold annotation).
-	HeldForContentDrop string                           `json:"heldForContentDrop,omitempty"`
-	LastRehearsal      *backupsv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
+	HeldForContentDrop string                          `json:"heldForContentDrop,omitempty"`
+	LastRehearsal      *driverv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
 }
 
 // ConditionSummary is one condition of an object, as the commands show it.
@@ -75,11 +77,11 @@ func conditionSummary(b *backupsv1alpha1.Backup, typ string) *ConditionSummary {
 func showResult(b *backupsv1alpha1.Backup) *ShowResult {
 	r := &ShowResult{
 		Namespace: b.Namespace, Backup: b.Name, Application: b.Spec.ApplicationRef.Name, Phase: string(b.Status.Phase),
-		Manifest:           b.Status.Manifest,
+		Manifest:           artifact.Manifest(b),
 		Inspected:          conditionSummary(b, backupsv1alpha1.BackupConditionInspected),
 		ContentDrop:        conditionSummary(b, backupsv1alpha1.BackupConditionContentDrop),
-		HeldForContentDrop: b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation],
-		LastRehearsal:      b.Status.LastRehearsal,
+		HeldForContentDrop: b.Annotations[driverv1alpha1.ContentDropHoldAnnotation],
+		LastRehearsal:      artifact.LastRehearsal(b),
 	}
 	if !b.Spec.TakenAt.IsZero() {
 		t := b.Spec.TakenAt.Time
@@ -131,7 +133,7 @@ func printShow(w io.Writer, r *ShowResult, now time.Time) error {
 	fmt.Fprintf(&b, "  ContentDrop:  %s\n", conditionLine(r.ContentDrop))
 	if r.HeldForContentDrop != "" {
 		fmt.Fprintf(&b, "  Held:         retention keeps this Backup because Backup %s dropped content (remove the annotation %s to release it)\n",
-			oneLine(r.HeldForContentDrop), backupsv1alpha1.ContentDropHoldAnnotation)
+			oneLine(r.HeldForContentDrop), driverv1alpha1.ContentDropHoldAnnotation)
 	}
 	fmt.Fprintf(&b, "  Rehearsal:    %s\n", rehearsalLine(r.LastRehearsal, now))
 	m := r.Manifest
@@ -165,7 +167,7 @@ func printShow(w io.Writer, r *ShowResult, now time.Time) error {
 	return nil
 }
 
-func printKeyspace(w io.Writer, ks backupsv1alpha1.KeyspaceManifest) error {
+func printKeyspace(w io.Writer, ks driverv1alpha1.KeyspaceManifest) error {
 	fmt.Fprintf(w, "\nKeyspace %s: %d objects, %d namespaces\n", oneLine(ks.Prefix), ks.Objects, ks.Namespaces)
 	if len(ks.Resources) > 0 {
 		t := &table{w: w, headers: []string{"  RESOURCE", "OBJECTS"}}
@@ -217,7 +219,7 @@ func conditionLine(c *ConditionSummary) string {
 }
 
 // rehearsalLine says how a rehearsal ended, for a person.
-func rehearsalLine(r *backupsv1alpha1.RehearsalRecord, now time.Time) string {
+func rehearsalLine(r *driverv1alpha1.RehearsalRecord, now time.Time) string {
 	if r == nil {
 		return "never rehearsed"
 	}

@@ -12,6 +12,8 @@ import (
 
 	appsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/apps/v1alpha1"
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cronschedule"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
@@ -90,7 +92,7 @@ type StatusRow struct {
 	Message         string     `json:"message"`
 	// LastRehearsal is the application's newest rehearsal (dry-run
 	// restore) that ended: the newest of its Plans' and its Backups'.
-	LastRehearsal *backupsv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
+	LastRehearsal *driverv1alpha1.RehearsalRecord `json:"lastRehearsal,omitempty"`
 	// PointInTime are the application's point-in-time windows (one per
 	// Plan that captures it).
 	PointInTime []PointInTimeRow `json:"pointInTime,omitempty"`
@@ -188,11 +190,11 @@ type appFacts struct {
 	good  []*backupsv1alpha1.Backup
 	// rehearsal is the newest rehearsal recorded on any of its Plans or
 	// Backups.
-	rehearsal *backupsv1alpha1.RehearsalRecord
+	rehearsal *driverv1alpha1.RehearsalRecord
 }
 
 // noteRehearsal keeps r when it ended after the one kept.
-func (f *appFacts) noteRehearsal(r *backupsv1alpha1.RehearsalRecord) {
+func (f *appFacts) noteRehearsal(r *driverv1alpha1.RehearsalRecord) {
 	if r != nil && (f.rehearsal == nil || r.CompletedAt.After(f.rehearsal.CompletedAt.Time)) {
 		f.rehearsal = r
 	}
@@ -225,7 +227,7 @@ func statusRows(apps []appsv1alpha1.Etcd, plans []backupsv1alpha1.Plan, backups 
 			continue
 		}
 		f := get(appID{b.Namespace, b.Spec.ApplicationRef.Name})
-		f.noteRehearsal(b.Status.LastRehearsal)
+		f.noteRehearsal(artifact.LastRehearsal(b))
 		if goodbackup.Sound(b, goodbackup.ShownVerified(b)) {
 			f.good = append(f.good, b)
 		}
@@ -354,13 +356,13 @@ func nextRun(p *backupsv1alpha1.Plan, now time.Time) *time.Time {
 }
 
 // planRehearsal is the newest drill of p as the driver recorded it on p.
-func planRehearsal(p *backupsv1alpha1.Plan) *backupsv1alpha1.RehearsalRecord {
+func planRehearsal(p *backupsv1alpha1.Plan) *driverv1alpha1.RehearsalRecord {
 	rec, ok := planrecord.Peek(p)
 	if !ok || rec.LastRehearsal == nil {
 		return nil
 	}
 	r := rec.LastRehearsal
-	return &backupsv1alpha1.RehearsalRecord{RestoreJob: r.RestoreJob, Backup: r.Backup, Succeeded: r.Succeeded, CompletedAt: r.CompletedAt, Message: r.Message}
+	return &driverv1alpha1.RehearsalRecord{RestoreJob: r.RestoreJob, Backup: r.Backup, Succeeded: r.Succeeded, CompletedAt: r.CompletedAt, Message: r.Message}
 }
 
 func without(list []string, s string) []string {
@@ -379,7 +381,7 @@ func short(d time.Duration) string {
 
 // rehearsalCell is the REHEARSAL column: how the newest rehearsal ended
 // and how long ago ("OK 3h", "FAILED 2d"), or "-".
-func rehearsalCell(r *backupsv1alpha1.RehearsalRecord, now time.Time) string {
+func rehearsalCell(r *driverv1alpha1.RehearsalRecord, now time.Time) string {
 	if r == nil {
 		return "-"
 	}

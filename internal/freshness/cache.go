@@ -16,7 +16,7 @@ import (
 // (creating them if no controller has yet; they start with the cache). It
 // reads the informers' stores directly: a client List would deep-copy
 // every Backup on every scrape.
-func FromCache(ctx context.Context, c cache.Cache, verify Verifier, epoch func() uint64, clk clock.PassiveClock) (*Collector, error) {
+func FromCache(ctx context.Context, c cache.Cache, verify Verifier, held HoldChecker, epoch func() uint64, clk clock.PassiveClock) (*Collector, error) {
 	backups, backupsSynced, err := store(ctx, c, &backupsv1alpha1.Backup{})
 	if err != nil {
 		return nil, err
@@ -28,7 +28,7 @@ func FromCache(ctx context.Context, c cache.Cache, verify Verifier, epoch func()
 	return New(Options{
 		Backups: backups, Plans: plans,
 		Synced: func() bool { return backupsSynced() && plansSynced() },
-		Verify: verify, Epoch: epoch, Clock: clk,
+		Verify: verify, Held: held, Epoch: epoch, Clock: clk,
 	}), nil
 }
 

@@ -74,6 +74,9 @@ type Options struct {
 	Synced func() bool
 	// Verify decides which Backups count; nil means TrustReadyPhase.
 	Verify Verifier
+	// Held decides which verified Backups count as held for a content
+	// drop; nil means none does.
+	Held HoldChecker
 	// Epoch changes whenever the keys Verify uses change (a key added,
 	// rotated or removed): every remembered verdict is then asked again.
 	// Nil means the keys never change. Called once per scrape.
@@ -104,6 +107,7 @@ type verdict struct {
 	epoch           uint64
 	takenAt         time.Time
 	ok              bool
+	held            bool
 	seen            uint64
 }
 
@@ -191,7 +195,7 @@ func (c *Collector) collectBackups(ch chan<- prometheus.Metric, now time.Time) {
 		switch {
 		case v.ok:
 			st.verified++
-			if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+			if v.held {
 				st.held++
 			}
 			if v.takenAt.After(st.newest) {
@@ -240,6 +244,12 @@ func (c *Collector) verdict(b *backupsv1alpha1.Backup) (v verdict, decided bool)
 			return verdict{}, false
 		}
 		v = verdict{resourceVersion: b.ResourceVersion, epoch: c.epoch, takenAt: takenAt, ok: good}
+		if good && c.o.Held != nil {
+			if v.held, err = c.o.Held(b); err != nil {
+				delete(c.verdicts, b.UID)
+				return verdict{}, false
+			}
+		}
 	}
 	v.seen = c.scrape
 	c.verdicts[b.UID] = v

@@ -33,3 +33,11 @@ func TrustReadyPhase(b *backupsv1alpha1.Backup) (time.Time, bool, error) {
 	}
 	return b.Spec.TakenAt.Time, true, nil
 }
+
+// HoldChecker reports whether a Backup carries a content-drop hold the
+// driver placed (contentdrop.HeldByDriver): the held-for-content-drop
+// gauge behind a platform alert counts only those, since a tenant can set
+// the annotation on its own Backup. Like a Verifier it must be a pure
+// function of the object and of the keys (Options.Epoch); an error means
+// it could not decide now.
+type HoldChecker func(*backupsv1alpha1.Backup) (bool, error)

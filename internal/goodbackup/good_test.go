@@ -35,6 +35,7 @@ func TestGoodAndSound(t *testing.T) {
 		{"inspection disabled", backup("a", 0, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled)), true, true, true},
 		{"inspection failed", backup("a", 0, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionFailed)), true, false, false},
 		{"inspection refused", backup("a", 0, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionRefused)), true, false, false},
+		{"the inspector failing (retrying)", backup("a", 0, cond(backupsv1alpha1.BackupConditionInspected, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionRetrying)), true, true, true},
 		{"content dropped", backup("a", 0, cond(backupsv1alpha1.BackupConditionContentDrop, metav1.ConditionTrue, backupsv1alpha1.BackupReasonContentDropped)), true, true, false},
 		{"content kept", backup("a", 0, cond(backupsv1alpha1.BackupConditionContentDrop, metav1.ConditionFalse, backupsv1alpha1.BackupReasonContentUnchanged)), true, true, true},
 		{"pending", func() backupsv1alpha1.Backup {

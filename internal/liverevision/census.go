@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/keywalk"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 )
@@ -48,7 +48,7 @@ var CensusLimits = manifest.Limits{Keyspaces: 256, Entries: 50_000}
 type Census struct {
 	Revision int64
 	// Now has Revision, Keys, Keyspaces and Truncated.
-	Now backupsv1alpha1.BackupManifest
+	Now driverv1alpha1.BackupManifest
 }
 
 // TooLargeError ends a census past one of its bounds. Its message names
@@ -114,7 +114,7 @@ func Count(ctx context.Context, kv clientv3.KV) (Census, error) {
 		return Census{}, err
 	}
 	ks, cut := counter.Keyspaces()
-	return Census{Revision: rev, Now: backupsv1alpha1.BackupManifest{Revision: rev, Keys: counter.Keys(), Keyspaces: ks, Truncated: cut}}, nil
+	return Census{Revision: rev, Now: driverv1alpha1.BackupManifest{Revision: rev, Keys: counter.Keys(), Keyspaces: ks, Truncated: cut}}, nil
 }
 
 // IsTooLarge reports whether err ended a census past a bound.

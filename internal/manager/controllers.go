@@ -161,7 +161,7 @@ func setupBackupInspection(mgr ctrl.Manager, o Options, d deps) error {
 	r := &inspection.Reconciler{
 		Client: o.client(mgr), APIReader: mgr.GetAPIReader(), Recorder: d.events, Keys: d.keys, Policy: d.policy,
 		Image: o.StagingImage, AllowedEndpointCIDRs: o.AllowedEndpointCIDRs, S3CAPEM: pem, Clock: o.Clock,
-		MaxJobs: o.MaxInspectionJobs, MaxJobsPerNamespace: o.MaxInspectionJobsPerNamespace, Schema: d.schema,
+		MaxJobs: o.MaxInspectionJobs, MaxJobsPerNamespace: o.MaxInspectionJobsPerNamespace,
 	}
 	return r.SetupWithManager(mgr, o.MaxConcurrentReconciles)
 }

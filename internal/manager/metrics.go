@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
@@ -26,7 +27,7 @@ func setupBackupMetrics(mgr ctrl.Manager, o Options, d deps) error {
 		defer cancel()
 		return d.keys.Generation(ctx)
 	}
-	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), verify, epoch, o.Clock)
+	c, err := freshness.FromCache(context.Background(), mgr.GetCache(), verify, driverHolds(d.keys), epoch, o.Clock)
 	if err != nil {
 		return fmt.Errorf("backup metrics: %w", err)
 	}
@@ -52,5 +53,16 @@ func provenanceVerifier(keys provenance.Keys) freshness.Verifier {
 			return time.Time{}, false, nil
 		}
 		return v.TakenAt(), true, nil
+	}
+}
+
+// driverHolds counts a content-drop hold only when the driver placed it
+// (its signed mark verifies); a key that cannot be read now is an error,
+// asked again at the next scrape.
+func driverHolds(keys provenance.Keys) freshness.HoldChecker {
+	return func(b *backupsv1alpha1.Backup) (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return contentdrop.HeldByDriver(ctx, keys, b)
 	}
 }

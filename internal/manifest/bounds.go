@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // ShrinkKeyspaces removes one thing from *keyspaces, least useful first,
@@ -16,9 +16,9 @@ import (
 // rest of those lists, then whole keyspaces from the end. It returns false
 // when nothing is left to remove. The lists it cuts are copied, so the
 // caller's are untouched; copy the keyspaces slice itself before.
-func ShrinkKeyspaces(keyspaces *[]backupsv1alpha1.KeyspaceManifest) bool {
+func ShrinkKeyspaces(keyspaces *[]driverv1alpha1.KeyspaceManifest) bool {
 	ks := *keyspaces
-	longest := func(list func(k *backupsv1alpha1.KeyspaceManifest) int, floor int) int {
+	longest := func(list func(k *driverv1alpha1.KeyspaceManifest) int, floor int) int {
 		best := -1
 		for i := range ks {
 			if n := list(&ks[i]); n > floor && (best < 0 || n >= list(&ks[best])) {
@@ -27,8 +27,8 @@ func ShrinkKeyspaces(keyspaces *[]backupsv1alpha1.KeyspaceManifest) bool {
 		}
 		return best
 	}
-	tops := func(k *backupsv1alpha1.KeyspaceManifest) int { return len(k.TopNamespaces) }
-	resources := func(k *backupsv1alpha1.KeyspaceManifest) int { return len(k.Resources) }
+	tops := func(k *driverv1alpha1.KeyspaceManifest) int { return len(k.TopNamespaces) }
+	resources := func(k *driverv1alpha1.KeyspaceManifest) int { return len(k.Resources) }
 	if i := longest(tops, 3); i >= 0 {
 		cutTail(&ks[i], len(ks[i].TopNamespaces)-1, false)
 		return true
@@ -60,20 +60,20 @@ func ShrinkKeyspaces(keyspaces *[]backupsv1alpha1.KeyspaceManifest) bool {
 
 // cutTail shortens the keyspace's Resources (resources) or TopNamespaces
 // to n entries, copying so the caller's manifest is untouched.
-func cutTail(k *backupsv1alpha1.KeyspaceManifest, n int, resources bool) {
+func cutTail(k *driverv1alpha1.KeyspaceManifest, n int, resources bool) {
 	if resources {
-		k.Resources = append([]backupsv1alpha1.ObjectCount(nil), k.Resources[:n]...)
+		k.Resources = append([]driverv1alpha1.ObjectCount(nil), k.Resources[:n]...)
 		return
 	}
-	k.TopNamespaces = append([]backupsv1alpha1.ObjectCount(nil), k.TopNamespaces[:n]...)
+	k.TopNamespaces = append([]driverv1alpha1.ObjectCount(nil), k.TopNamespaces[:n]...)
 }
 
 // CheckKeyspaces refuses a list of keyspaces no Counter produces: more
 // than ManifestMaxKeyspaces, or one that CheckKeyspace refuses. A report
 // read from a Pod in a tenant's namespace is checked with it.
-func CheckKeyspaces(ks []backupsv1alpha1.KeyspaceManifest) error {
-	if len(ks) > backupsv1alpha1.ManifestMaxKeyspaces {
-		return fmt.Errorf("%d keyspaces, more than %d", len(ks), backupsv1alpha1.ManifestMaxKeyspaces)
+func CheckKeyspaces(ks []driverv1alpha1.KeyspaceManifest) error {
+	if len(ks) > driverv1alpha1.ManifestMaxKeyspaces {
+		return fmt.Errorf("%d keyspaces, more than %d", len(ks), driverv1alpha1.ManifestMaxKeyspaces)
 	}
 	for _, k := range ks {
 		if err := CheckKeyspace(k); err != nil {
@@ -85,17 +85,17 @@ func CheckKeyspaces(ks []backupsv1alpha1.KeyspaceManifest) error {
 
 // CheckKeyspace refuses a keyspace no Counter produces: beyond the
 // manifest's bounds, or with counts that contradict each other.
-func CheckKeyspace(k backupsv1alpha1.KeyspaceManifest) error {
+func CheckKeyspace(k driverv1alpha1.KeyspaceManifest) error {
 	switch {
 	case !validName(k.Prefix) || !strings.HasPrefix(k.Prefix, "/"):
 		return fmt.Errorf("prefix is not a bounded path segment")
 	case k.Objects < 0 || k.Namespaces < 0 || k.Namespaces > k.Objects:
 		return fmt.Errorf("%d objects, %d namespaces", k.Objects, k.Namespaces)
-	case len(k.Resources) > backupsv1alpha1.ManifestMaxResources || len(k.TopNamespaces) > backupsv1alpha1.ManifestMaxNamespaces ||
-		len(k.NamespaceNames) > 2*backupsv1alpha1.ManifestMaxNamespaces || int64(len(k.NamespaceNames)) > k.Namespaces:
+	case len(k.Resources) > driverv1alpha1.ManifestMaxResources || len(k.TopNamespaces) > driverv1alpha1.ManifestMaxNamespaces ||
+		len(k.NamespaceNames) > 2*driverv1alpha1.ManifestMaxNamespaces || int64(len(k.NamespaceNames)) > k.Namespaces:
 		return fmt.Errorf("lists longer than their bounds")
 	}
-	for _, list := range [][]backupsv1alpha1.ObjectCount{k.Resources, k.TopNamespaces} {
+	for _, list := range [][]driverv1alpha1.ObjectCount{k.Resources, k.TopNamespaces} {
 		for _, c := range list {
 			if !validName(c.Name) || c.Count < 0 || c.Count > k.Objects {
 				return fmt.Errorf("entry %.63q with count %d", c.Name, c.Count)
@@ -110,4 +110,4 @@ func CheckKeyspace(k backupsv1alpha1.KeyspaceManifest) error {
 	return nil
 }
 
-func validName(s string) bool { return s != "" && len(s) <= backupsv1alpha1.ManifestMaxName }
+func validName(s string) bool { return s != "" && len(s) <= driverv1alpha1.ManifestMaxName }

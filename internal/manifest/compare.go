@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sort"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // KeyspaceDiff compares one Kubernetes keyspace (by prefix) of two
@@ -45,10 +45,10 @@ type ResourceChange struct {
 
 // Compare compares from and to keyspace by keyspace, every keyspace
 // either lists, by prefix.
-func Compare(from, to *backupsv1alpha1.BackupManifest) []KeyspaceDiff {
+func Compare(from, to *driverv1alpha1.BackupManifest) []KeyspaceDiff {
 	a, b := sideOf(from), sideOf(to)
 	var prefixes []string
-	for _, m := range []*backupsv1alpha1.BackupManifest{from, to} {
+	for _, m := range []*driverv1alpha1.BackupManifest{from, to} {
 		for _, k := range m.Keyspaces {
 			prefixes = append(prefixes, k.Prefix)
 		}
@@ -71,7 +71,7 @@ func compareKeyspace(prefix string, a, b side) KeyspaceDiff {
 		d.ObjectsTo, d.NamespacesTo = ptr(kb.Objects), ptr(kb.Namespaces)
 	}
 	var names []string
-	for _, k := range []*backupsv1alpha1.KeyspaceManifest{ka, kb} {
+	for _, k := range []*driverv1alpha1.KeyspaceManifest{ka, kb} {
 		if k != nil {
 			for _, r := range k.Resources {
 				names = append(names, r.Name)
@@ -119,10 +119,10 @@ type Totals struct {
 }
 
 // CompareTotals compares from and to over all their keyspaces.
-func CompareTotals(from, to *backupsv1alpha1.BackupManifest) Totals {
+func CompareTotals(from, to *driverv1alpha1.BackupManifest) Totals {
 	a, b := sideOf(from), sideOf(to)
 	var names []string
-	for _, m := range []*backupsv1alpha1.BackupManifest{from, to} {
+	for _, m := range []*driverv1alpha1.BackupManifest{from, to} {
 		for _, k := range m.Keyspaces {
 			for _, r := range k.Resources {
 				names = append(names, r.Name)

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
-func oc(name string, n int64) backupsv1alpha1.ObjectCount {
-	return backupsv1alpha1.ObjectCount{Name: name, Count: n}
+func oc(name string, n int64) driverv1alpha1.ObjectCount {
+	return driverv1alpha1.ObjectCount{Name: name, Count: n}
 }
 
 // count renders a count, "?" when unknown.
@@ -23,23 +23,23 @@ func count(n *int64) string {
 // whole, by the manifest's Truncated flag or by its own counts; otherwise
 // it is unknown.
 func TestAMissingEntryIsZeroOnlyInAWholeList(t *testing.T) {
-	prev := &backupsv1alpha1.BackupManifest{Keys: 40, Keyspaces: []backupsv1alpha1.KeyspaceManifest{
-		{Prefix: "/registry", Objects: 30, Namespaces: 2, NamespaceNames: []string{"a", "b"}, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 20), oc("secrets", 8), oc("namespaces", 2)}},
-		{Prefix: "/t_cp", Objects: 10, Namespaces: 1, NamespaceNames: []string{"a"}, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 9), oc("namespaces", 1)}},
+	prev := &driverv1alpha1.BackupManifest{Keys: 40, Keyspaces: []driverv1alpha1.KeyspaceManifest{
+		{Prefix: "/registry", Objects: 30, Namespaces: 2, NamespaceNames: []string{"a", "b"}, Resources: []driverv1alpha1.ObjectCount{oc("pods", 20), oc("secrets", 8), oc("namespaces", 2)}},
+		{Prefix: "/t_cp", Objects: 10, Namespaces: 1, NamespaceNames: []string{"a"}, Resources: []driverv1alpha1.ObjectCount{oc("pods", 9), oc("namespaces", 1)}},
 	}}
 	for _, tc := range []struct {
 		name        string
-		cur         *backupsv1alpha1.BackupManifest
+		cur         *driverv1alpha1.BackupManifest
 		secrets, cp string // secrets in /registry now, objects of /t_cp now
 	}{
-		{"nothing cut: absent is zero", &backupsv1alpha1.BackupManifest{Keys: 22, Keyspaces: []backupsv1alpha1.KeyspaceManifest{
-			{Prefix: "/registry", Objects: 22, Namespaces: 2, NamespaceNames: []string{"a", "b"}, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
+		{"nothing cut: absent is zero", &driverv1alpha1.BackupManifest{Keys: 22, Keyspaces: []driverv1alpha1.KeyspaceManifest{
+			{Prefix: "/registry", Objects: 22, Namespaces: 2, NamespaceNames: []string{"a", "b"}, Resources: []driverv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
 		}}, "0", "0"},
-		{"cut: absent is unknown", &backupsv1alpha1.BackupManifest{Truncated: true, Keys: 40, Keyspaces: []backupsv1alpha1.KeyspaceManifest{
-			{Prefix: "/registry", Objects: 30, Namespaces: 2, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
+		{"cut: absent is unknown", &driverv1alpha1.BackupManifest{Truncated: true, Keys: 40, Keyspaces: []driverv1alpha1.KeyspaceManifest{
+			{Prefix: "/registry", Objects: 30, Namespaces: 2, Resources: []driverv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
 		}}, "?", "?"},
-		{"cut elsewhere: counts that add up prove absence", &backupsv1alpha1.BackupManifest{Truncated: true, Keys: 22, Keyspaces: []backupsv1alpha1.KeyspaceManifest{
-			{Prefix: "/registry", Objects: 22, Namespaces: 2, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
+		{"cut elsewhere: counts that add up prove absence", &driverv1alpha1.BackupManifest{Truncated: true, Keys: 22, Keyspaces: []driverv1alpha1.KeyspaceManifest{
+			{Prefix: "/registry", Objects: 22, Namespaces: 2, Resources: []driverv1alpha1.ObjectCount{oc("pods", 20), oc("namespaces", 2)}},
 		}}, "0", "0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -69,8 +69,8 @@ func TestAMissingEntryIsZeroOnlyInAWholeList(t *testing.T) {
 // Namespace names are compared only when both sides name them all; the
 // names keep their manifest's order.
 func TestNamespaceNamesAreComparedOnlyWhenWhole(t *testing.T) {
-	ks := func(names ...string) *backupsv1alpha1.BackupManifest {
-		return &backupsv1alpha1.BackupManifest{Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Namespaces: int64(len(names)), NamespaceNames: names}}}
+	ks := func(names ...string) *driverv1alpha1.BackupManifest {
+		return &driverv1alpha1.BackupManifest{Keyspaces: []driverv1alpha1.KeyspaceManifest{{Prefix: "/registry", Namespaces: int64(len(names)), NamespaceNames: names}}}
 	}
 	d := Compare(ks("shop", "billing", "default"), ks("default", "api"))[0]
 	if d.NamespaceNamesUnknown || fmt.Sprint(d.NamespacesOnlyInFrom, d.NamespacesOnlyInTo) != "[shop billing] [api]" {
@@ -87,9 +87,9 @@ func TestNamespaceNamesAreComparedOnlyWhenWhole(t *testing.T) {
 // say makes the total unknown, and a side whose keyspace list was cut
 // knows no total.
 func TestTotalsAreKnownOnlyWhenEveryKeyspaceIs(t *testing.T) {
-	two := &backupsv1alpha1.BackupManifest{Keys: 20, Keyspaces: []backupsv1alpha1.KeyspaceManifest{
-		{Prefix: "/a", Objects: 10, Namespaces: 1, NamespaceNames: []string{"x"}, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 9), oc("namespaces", 1)}},
-		{Prefix: "/b", Objects: 10, Namespaces: 1, NamespaceNames: []string{"y"}, Resources: []backupsv1alpha1.ObjectCount{oc("pods", 4), oc("leases", 5), oc("namespaces", 1)}},
+	two := &driverv1alpha1.BackupManifest{Keys: 20, Keyspaces: []driverv1alpha1.KeyspaceManifest{
+		{Prefix: "/a", Objects: 10, Namespaces: 1, NamespaceNames: []string{"x"}, Resources: []driverv1alpha1.ObjectCount{oc("pods", 9), oc("namespaces", 1)}},
+		{Prefix: "/b", Objects: 10, Namespaces: 1, NamespaceNames: []string{"y"}, Resources: []driverv1alpha1.ObjectCount{oc("pods", 4), oc("leases", 5), oc("namespaces", 1)}},
 	}}
 	cut := two.DeepCopy()
 	cut.Truncated = true
@@ -104,7 +104,7 @@ func TestTotalsAreKnownOnlyWhenEveryKeyspaceIs(t *testing.T) {
 	if got := totals(CompareTotals(two, cut)); got != "pods 13→13; leases 5→?; namespaces 2→?; [] [] false" {
 		t.Fatalf("totals %s", got)
 	}
-	one := &backupsv1alpha1.BackupManifest{Truncated: true, Keys: 20, Keyspaces: two.Keyspaces[:1]}
+	one := &driverv1alpha1.BackupManifest{Truncated: true, Keys: 20, Keyspaces: two.Keyspaces[:1]}
 	if got := totals(CompareTotals(one, two)); got != "leases ?→5; namespaces ?→2; pods ?→13; [] [] true" {
 		t.Fatalf("totals with a cut list of keyspaces %s", got)
 	}

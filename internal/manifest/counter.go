@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // Counter classifies live etcd keys into Kubernetes keyspaces, resources
@@ -171,9 +171,9 @@ func (c *Counter) name(b []byte) (string, bool) {
 		// Only names as kept are keys: b needed no cut.
 		return s, false
 	}
-	longer := len(b) > backupsv1alpha1.ManifestMaxName+utf8.UTFMax
+	longer := len(b) > driverv1alpha1.ManifestMaxName+utf8.UTFMax
 	if longer {
-		b = b[:backupsv1alpha1.ManifestMaxName+utf8.UTFMax]
+		b = b[:driverv1alpha1.ManifestMaxName+utf8.UTFMax]
 	}
 	s, cut := bounded(string(b))
 	if kept, ok := c.names[s]; ok {
@@ -187,7 +187,7 @@ func (c *Counter) name(b []byte) (string, bool) {
 // Kubernetes keyspaces, largest first, each with its resources and top
 // namespaces largest first. truncated is true when a list or a name was
 // cut to the manifest's bounds.
-func (c *Counter) Keyspaces() (ks []backupsv1alpha1.KeyspaceManifest, truncated bool) {
+func (c *Counter) Keyspaces() (ks []driverv1alpha1.KeyspaceManifest, truncated bool) {
 	for prefix, k := range c.keyspaces {
 		if len(k.namespaces) == 0 {
 			continue
@@ -202,13 +202,13 @@ func (c *Counter) Keyspaces() (ks []backupsv1alpha1.KeyspaceManifest, truncated 
 		}
 		return ks[i].Prefix < ks[j].Prefix
 	})
-	if len(ks) > backupsv1alpha1.ManifestMaxKeyspaces {
-		ks, truncated = ks[:backupsv1alpha1.ManifestMaxKeyspaces], true
+	if len(ks) > driverv1alpha1.ManifestMaxKeyspaces {
+		ks, truncated = ks[:driverv1alpha1.ManifestMaxKeyspaces], true
 	}
 	return ks, truncated
 }
 
-func (k *keyspaceCount) manifest(prefix string) (backupsv1alpha1.KeyspaceManifest, bool) {
+func (k *keyspaceCount) manifest(prefix string) (driverv1alpha1.KeyspaceManifest, bool) {
 	cut, c := k.cut, false
 	resources, namespaces := map[string]int64{}, map[string]int64{}
 	for cand, n := range k.candidates {
@@ -225,14 +225,14 @@ func (k *keyspaceCount) manifest(prefix string) (backupsv1alpha1.KeyspaceManifes
 		cut = cut || c
 		resources[resource] += n
 	}
-	m := backupsv1alpha1.KeyspaceManifest{Objects: k.objects, Namespaces: int64(len(k.namespaces))}
+	m := driverv1alpha1.KeyspaceManifest{Objects: k.objects, Namespaces: int64(len(k.namespaces))}
 	m.Prefix, c = bounded(prefix)
 	cut = cut || c
-	m.Resources, c = top(resources, backupsv1alpha1.ManifestMaxResources)
+	m.Resources, c = top(resources, driverv1alpha1.ManifestMaxResources)
 	cut = cut || c
-	m.TopNamespaces, c = top(namespaces, backupsv1alpha1.ManifestMaxNamespaces)
+	m.TopNamespaces, c = top(namespaces, driverv1alpha1.ManifestMaxNamespaces)
 	cut = cut || c
-	if len(k.namespaces) <= 2*backupsv1alpha1.ManifestMaxNamespaces {
+	if len(k.namespaces) <= 2*driverv1alpha1.ManifestMaxNamespaces {
 		names := map[string]struct{}{}
 		for ns := range k.namespaces {
 			name, c := bounded(ns)
@@ -254,10 +254,10 @@ func bounded(name string) (string, bool) {
 	if !utf8.ValidString(name) {
 		name = strings.ToValidUTF8(name, "\uFFFD")
 	}
-	if len(name) <= backupsv1alpha1.ManifestMaxName {
+	if len(name) <= driverv1alpha1.ManifestMaxName {
 		return name, false
 	}
-	n := backupsv1alpha1.ManifestMaxName
+	n := driverv1alpha1.ManifestMaxName
 	for n > 0 && !utf8.RuneStart(name[n]) {
 		n--
 	}
@@ -265,10 +265,10 @@ func bounded(name string) (string, bool) {
 }
 
 // top sorts counts largest first, then by name, and keeps at most n.
-func top(counts map[string]int64, n int) ([]backupsv1alpha1.ObjectCount, bool) {
-	list := make([]backupsv1alpha1.ObjectCount, 0, len(counts))
+func top(counts map[string]int64, n int) ([]driverv1alpha1.ObjectCount, bool) {
+	list := make([]driverv1alpha1.ObjectCount, 0, len(counts))
 	for name, count := range counts {
-		list = append(list, backupsv1alpha1.ObjectCount{Name: name, Count: count})
+		list = append(list, driverv1alpha1.ObjectCount{Name: name, Count: count})
 	}
 	sort.Slice(list, func(i, j int) bool {
 		if list[i].Count != list[j].Count {

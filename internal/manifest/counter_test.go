@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // TestCounterClassifies feeds keys in kube-apiserver's layout and checks
@@ -35,14 +35,14 @@ func TestCounterClassifies(t *testing.T) {
 	if truncated {
 		t.Fatalf("truncated with nothing to cut")
 	}
-	want := []backupsv1alpha1.KeyspaceManifest{{
+	want := []driverv1alpha1.KeyspaceManifest{{
 		Prefix: "/registry", Objects: 12, Namespaces: 3,
-		Resources: []backupsv1alpha1.ObjectCount{
+		Resources: []driverv1alpha1.ObjectCount{
 			{Name: "pods", Count: 4}, {Name: "namespaces", Count: 3},
 			{Name: "example.com/clusterwidgets", Count: 1}, {Name: "example.com/widgets", Count: 1},
 			{Name: "minions", Count: 1}, {Name: "services/endpoints", Count: 1}, {Name: "services/specs", Count: 1},
 		},
-		TopNamespaces:  []backupsv1alpha1.ObjectCount{{Name: "a", Count: 3}, {Name: "default", Count: 2}, {Name: "b", Count: 1}},
+		TopNamespaces:  []driverv1alpha1.ObjectCount{{Name: "a", Count: 3}, {Name: "default", Count: 2}, {Name: "b", Count: 1}},
 		NamespaceNames: []string{"a", "b", "default"},
 	}}
 	if !reflect.DeepEqual(ks, want) {
@@ -56,39 +56,39 @@ func TestCounterClassifies(t *testing.T) {
 func TestCounterBounds(t *testing.T) {
 	c := NewCounter()
 	long := strings.Repeat("n", 100)
-	for p := 0; p < backupsv1alpha1.ManifestMaxKeyspaces+2; p++ {
+	for p := 0; p < driverv1alpha1.ManifestMaxKeyspaces+2; p++ {
 		prefix := fmt.Sprintf("/t%d_cp", p)
-		for i := 0; i <= 2*backupsv1alpha1.ManifestMaxNamespaces+p; i++ {
+		for i := 0; i <= 2*driverv1alpha1.ManifestMaxNamespaces+p; i++ {
 			c.Add([]byte(fmt.Sprintf("%s/namespaces/ns-%d", prefix, i)))
 			c.Add([]byte(fmt.Sprintf("%s/pods/ns-%d/x", prefix, i)))
 		}
-		for r := 0; r < backupsv1alpha1.ManifestMaxResources+3; r++ {
+		for r := 0; r < driverv1alpha1.ManifestMaxResources+3; r++ {
 			c.Add([]byte(fmt.Sprintf("%s/res%02d/ns-0/x", prefix, r)))
 		}
 		c.Add([]byte(prefix + "/namespaces/" + long))
 	}
 	ks, truncated := c.Keyspaces()
-	if !truncated || len(ks) != backupsv1alpha1.ManifestMaxKeyspaces {
+	if !truncated || len(ks) != driverv1alpha1.ManifestMaxKeyspaces {
 		t.Fatalf("truncated=%v, %d keyspaces", truncated, len(ks))
 	}
-	if ks[0].Prefix != fmt.Sprintf("/t%d_cp", backupsv1alpha1.ManifestMaxKeyspaces+1) {
+	if ks[0].Prefix != fmt.Sprintf("/t%d_cp", driverv1alpha1.ManifestMaxKeyspaces+1) {
 		t.Fatalf("largest keyspace first: got %q", ks[0].Prefix)
 	}
 	for _, k := range ks {
-		if len(k.Resources) != backupsv1alpha1.ManifestMaxResources || len(k.TopNamespaces) != backupsv1alpha1.ManifestMaxNamespaces {
+		if len(k.Resources) != driverv1alpha1.ManifestMaxResources || len(k.TopNamespaces) != driverv1alpha1.ManifestMaxNamespaces {
 			t.Fatalf("%s: %d resources, %d namespaces", k.Prefix, len(k.Resources), len(k.TopNamespaces))
 		}
-		if k.TopNamespaces[0].Name != "ns-0" || k.TopNamespaces[0].Count != int64(backupsv1alpha1.ManifestMaxResources+3+1) {
+		if k.TopNamespaces[0].Name != "ns-0" || k.TopNamespaces[0].Count != int64(driverv1alpha1.ManifestMaxResources+3+1) {
 			t.Fatalf("%s: top namespace %+v", k.Prefix, k.TopNamespaces[0])
 		}
 		if len(k.NamespaceNames) != 0 {
-			t.Fatalf("%s: %d namespaces listed by name, more than %d exist", k.Prefix, len(k.NamespaceNames), 2*backupsv1alpha1.ManifestMaxNamespaces)
+			t.Fatalf("%s: %d namespaces listed by name, more than %d exist", k.Prefix, len(k.NamespaceNames), 2*driverv1alpha1.ManifestMaxNamespaces)
 		}
 	}
 	small := NewCounter()
 	small.Add([]byte("/registry/namespaces/" + long))
 	got, truncated := small.Keyspaces()
-	if !truncated || got[0].NamespaceNames[0] != long[:backupsv1alpha1.ManifestMaxName] {
+	if !truncated || got[0].NamespaceNames[0] != long[:driverv1alpha1.ManifestMaxName] {
 		t.Fatalf("long name not cut: %v %+v", truncated, got)
 	}
 }
@@ -130,7 +130,7 @@ func TestBoundedCounterKeepsItsLimits(t *testing.T) {
 		t.Fatalf("names that cut to the same kept names: %v", c.Err())
 	}
 	for name := range c.names {
-		if len(name) > backupsv1alpha1.ManifestMaxName {
+		if len(name) > driverv1alpha1.ManifestMaxName {
 			t.Fatalf("a name of %d bytes kept", len(name))
 		}
 	}
@@ -138,7 +138,7 @@ func TestBoundedCounterKeepsItsLimits(t *testing.T) {
 		t.Fatalf("%d names kept for 4 distinct kept names", len(c.names))
 	}
 	ks, truncated := c.Keyspaces()
-	if !truncated || len(ks) != 1 || ks[0].NamespaceNames[0] != long[:backupsv1alpha1.ManifestMaxName] || ks[0].Objects != 2 {
+	if !truncated || len(ks) != 1 || ks[0].NamespaceNames[0] != long[:driverv1alpha1.ManifestMaxName] || ks[0].Objects != 2 {
 		t.Fatalf("cut names: truncated=%v %+v", truncated, ks)
 	}
 }

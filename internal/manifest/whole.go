@@ -1,7 +1,7 @@
 package manifest
 
 import (
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 )
 
 // The one rule for an entry a list does not hold, for every comparison of
@@ -17,19 +17,19 @@ import (
 
 // keyspacesWhole reports whether m lists every Kubernetes keyspace it
 // holds.
-func keyspacesWhole(m *backupsv1alpha1.BackupManifest) bool {
+func keyspacesWhole(m *driverv1alpha1.BackupManifest) bool {
 	return addsUp(m, m.Keys, len(m.Keyspaces), func(i int) int64 { return m.Keyspaces[i].Objects })
 }
 
 // resourcesWhole reports whether k, a keyspace m lists, lists every
 // resource it holds.
-func resourcesWhole(m *backupsv1alpha1.BackupManifest, k *backupsv1alpha1.KeyspaceManifest) bool {
+func resourcesWhole(m *driverv1alpha1.BackupManifest, k *driverv1alpha1.KeyspaceManifest) bool {
 	return addsUp(m, k.Objects, len(k.Resources), func(i int) int64 { return k.Resources[i].Count })
 }
 
 // addsUp reports whether a list of m with n entries, the ith counting
 // count(i), is whole: nothing of m was cut, or its counts add up to total.
-func addsUp(m *backupsv1alpha1.BackupManifest, total int64, n int, count func(i int) int64) bool {
+func addsUp(m *driverv1alpha1.BackupManifest, total int64, n int, count func(i int) int64) bool {
 	if !m.Truncated {
 		return true
 	}
@@ -41,20 +41,20 @@ func addsUp(m *backupsv1alpha1.BackupManifest, total int64, n int, count func(i 
 }
 
 // namesWhole reports whether k names every namespace it holds.
-func namesWhole(k *backupsv1alpha1.KeyspaceManifest) bool {
+func namesWhole(k *driverv1alpha1.KeyspaceManifest) bool {
 	return int64(len(k.NamespaceNames)) == k.Namespaces
 }
 
 // side is one manifest as a comparison reads it: what it lists, and what
 // its lists prove absent.
 type side struct {
-	m              *backupsv1alpha1.BackupManifest
-	keyspaces      map[string]*backupsv1alpha1.KeyspaceManifest
+	m              *driverv1alpha1.BackupManifest
+	keyspaces      map[string]*driverv1alpha1.KeyspaceManifest
 	keyspacesWhole bool
 }
 
-func sideOf(m *backupsv1alpha1.BackupManifest) side {
-	s := side{m: m, keyspaces: map[string]*backupsv1alpha1.KeyspaceManifest{}, keyspacesWhole: keyspacesWhole(m)}
+func sideOf(m *driverv1alpha1.BackupManifest) side {
+	s := side{m: m, keyspaces: map[string]*driverv1alpha1.KeyspaceManifest{}, keyspacesWhole: keyspacesWhole(m)}
 	for i := range m.Keyspaces {
 		s.keyspaces[m.Keyspaces[i].Prefix] = &m.Keyspaces[i]
 	}
@@ -63,19 +63,19 @@ func sideOf(m *backupsv1alpha1.BackupManifest) side {
 
 // keyspace is the keyspace of prefix, an empty one when the manifest's
 // list proves it absent, or nil when it is unknown.
-func (s side) keyspace(prefix string) *backupsv1alpha1.KeyspaceManifest {
+func (s side) keyspace(prefix string) *driverv1alpha1.KeyspaceManifest {
 	if k := s.keyspaces[prefix]; k != nil {
 		return k
 	}
 	if s.keyspacesWhole {
-		return &backupsv1alpha1.KeyspaceManifest{Prefix: prefix}
+		return &driverv1alpha1.KeyspaceManifest{Prefix: prefix}
 	}
 	return nil
 }
 
 // resource is how many objects of resource name keyspace k holds, or nil
 // when that is unknown (k is nil, or its list was cut and lacks name).
-func (s side) resource(k *backupsv1alpha1.KeyspaceManifest, name string) *int64 {
+func (s side) resource(k *driverv1alpha1.KeyspaceManifest, name string) *int64 {
 	if k == nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func (s side) resource(k *backupsv1alpha1.KeyspaceManifest, name string) *int64 
 }
 
 // names are k's namespace names, and whether they are all of them.
-func (s side) names(k *backupsv1alpha1.KeyspaceManifest) ([]string, bool) {
+func (s side) names(k *driverv1alpha1.KeyspaceManifest) ([]string, bool) {
 	if k == nil || !namesWhole(k) {
 		return nil, false
 	}

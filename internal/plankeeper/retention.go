@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
@@ -68,7 +69,7 @@ func BackupsToPrune(backups []backupsv1alpha1.Backup, ret planpolicy.Retention, 
 		if b.Name == newestReady || b.Name == newestInspected || inUse[b.Name] || b.Status.Phase == backupsv1alpha1.BackupPhasePending || b.Status.Phase == "" {
 			continue
 		}
-		if _, held := b.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+		if _, held := b.Annotations[driverv1alpha1.ContentDropHoldAnnotation]; held {
 			continue
 		}
 		switch {

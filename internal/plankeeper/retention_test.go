@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 )
 
@@ -44,7 +45,7 @@ func TestBackupsToPrune(t *testing.T) {
 	inspected := bk("b2", 2, ready)
 	inspected.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionInspected, Status: metav1.ConditionTrue, Reason: "Inspected"}}
 	held := bk("b1", 1, ready)
-	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "b2"}
+	held.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "b2"}
 
 	for name, tc := range map[string]struct {
 		backups []backupsv1alpha1.Backup

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 )
 
@@ -30,7 +31,7 @@ var ErrManifestUnsigned = errors.New("the Backup carries no provenance signature
 
 // SealManifest signs m for b (whose provenance signature must be set) and
 // stores the signature in m.Signature.
-func SealManifest(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup, m *backupsv1alpha1.BackupManifest) error {
+func SealManifest(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup, m *driverv1alpha1.BackupManifest) error {
 	id, key, err := keys.Active(ctx)
 	if err != nil {
 		return fmt.Errorf("seal the manifest of Backup %s/%s: %w", b.Namespace, b.Name, err)
@@ -46,7 +47,7 @@ func SealManifest(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup, m *
 // VerifyManifest reports whether b's manifest is one the driver signed for
 // b as it is now. The error is only for keys that cannot be read now.
 func VerifyManifest(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) (bool, error) {
-	m := b.Status.Manifest
+	m := artifact.Manifest(b)
 	if m == nil {
 		return false, nil
 	}
@@ -70,7 +71,7 @@ func VerifyManifest(ctx context.Context, keys Keys, b *backupsv1alpha1.Backup) (
 	return hmac.Equal(mac, want), nil
 }
 
-func manifestSum(key []byte, b *backupsv1alpha1.Backup, m *backupsv1alpha1.BackupManifest) ([]byte, error) {
+func manifestSum(key []byte, b *backupsv1alpha1.Backup, m *driverv1alpha1.BackupManifest) ([]byte, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("provenance key is %d bytes, want at least %d", len(key), MinKeyBytes)
 	}

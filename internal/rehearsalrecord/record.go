@@ -21,6 +21,7 @@ import (
 	"io"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -48,7 +49,7 @@ type Record struct {
 	LiveUnread string `json:"liveUnread,omitempty"`
 	// Report is what a real restore would change, once the rehearsal
 	// ended; absent while it runs.
-	Report *backupsv1alpha1.RehearsalReport `json:"report,omitempty"`
+	Report *driverv1alpha1.RehearsalReport `json:"report,omitempty"`
 
 	// Signature is the driver's mark over the rest (provenance.Mark).
 	Signature string `json:"signature,omitempty"`
@@ -126,7 +127,7 @@ func Encode(ctx context.Context, keys provenance.Keys, rj *backupsv1alpha1.Resto
 }
 
 // shrink halves the longest list of rep (false: nothing left to cut).
-func shrink(rep *backupsv1alpha1.RehearsalReport) bool {
+func shrink(rep *driverv1alpha1.RehearsalReport) bool {
 	if rep == nil {
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
@@ -21,9 +22,9 @@ func dryRunNamed(ns, name, uid string) *backupsv1alpha1.RestoreJob {
 }
 
 func sample() Record {
-	return Record{RevisionBefore: 1500, KeysBefore: 70, Report: &backupsv1alpha1.RehearsalReport{RevisionBefore: 1500, RevisionAfter: 11500,
+	return Record{RevisionBefore: 1500, KeysBefore: 70, Report: &driverv1alpha1.RehearsalReport{RevisionBefore: 1500, RevisionAfter: 11500,
 		KeysBefore: 70, KeysAfter: 90, NamespacesReturning: []string{"b", "c"},
-		Resources: []backupsv1alpha1.CountChange{{Name: "pods", Before: 5, After: 9}}}}
+		Resources: []driverv1alpha1.CountChange{{Name: "pods", Before: 5, After: 9}}}}
 }
 
 // The driver believes a record only as it wrote it, on the RestoreJob it
@@ -92,7 +93,7 @@ func TestEncodeCutsAReportToTheBound(t *testing.T) {
 	for i := range 200 {
 		name := fmt.Sprintf("%s-%03d", strings.Repeat("n", 59), i)
 		rec.Report.NamespacesReturning = append(rec.Report.NamespacesReturning, name)
-		rec.Report.Resources = append(rec.Report.Resources, backupsv1alpha1.CountChange{Name: name, Before: 1, After: 2})
+		rec.Report.Resources = append(rec.Report.Resources, driverv1alpha1.CountChange{Name: name, Before: 1, After: 2})
 	}
 	rec.LiveUnread = strings.Repeat("u", 5000)
 	raw, err := Encode(ctx, keys, rj, rec)

@@ -1,21 +1,17 @@
-// Package servedschema tells which of the driver's optional API fields the
-// installed CRDs serve, and whether the optional kinds it works with
-// (Kamaji's) are installed at all. The driver's CRDs are a superset of
-// Cozystack's: on a cluster that runs Cozystack's own backups.cozystack.io
-// CRDs, fields such as a Backup's status.manifest are pruned on write, so
-// the driver never sees them. (The Etcd strategy, the Plan and the
-// RestoreJob are Cozystack's own CRDs everywhere: the driver's settings for
-// them live in its StrategyPolicy, in Plan annotations and in a
-// RestoreJob's spec.options, its records in annotations.) Controllers ask
-// here, and say so (a condition, an Event) instead of silently behaving as
-// if the setting had not been made.
+// Package servedschema tells whether the optional kinds the driver works
+// with (Kamaji's) are installed at all. Every kind of backups.cozystack.io
+// and strategy.backups.cozystack.io is Cozystack's own CRD, as pinned in
+// config/crd/upstream/cozystack, everywhere: the driver reads and writes no
+// field those CRDs do not serve (test/crdmirror), its settings live in its
+// StrategyPolicy and in Plan annotations, its records in annotations and in
+// a Backup's status.underlyingResources, so no feature depends on what a
+// CRD serves and nothing here asks about fields.
 package servedschema
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
-
-// CRDs the driver checks, and the optional fields of each it relies on.
-const (
-	BackupCRD = "backups.backups.cozystack.io"
 )
 
 // Kamaji's CRDs: optional kinds. Without them there is no control plane to
@@ -38,13 +29,7 @@ const (
 	DataStoreCRD          = "datastores.kamaji.clastix.io"
 )
 
-// Optional lists, per CRD, the driver's own fields (dotted paths in the
-// schema) that Cozystack's CRDs lack.
-var Optional = map[string][]string{
-	BackupCRD: {"status.manifest", "status.lastRehearsal"},
-}
-
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=backups.backups.cozystack.io;tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch,resourceNames=tenantcontrolplanes.kamaji.clastix.io;datastores.kamaji.clastix.io
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 
@@ -75,17 +60,8 @@ type readCRD struct {
 
 // answer is what the driver keeps of one CRD.
 type answer struct {
-	// missing are the optional fields it lacks.
-	missing []string
 	// served are the versions it serves (none: not installed).
 	served []string
-}
-
-// Missing returns the optional fields crd does not serve (nil when it
-// serves them all, or when the CRD cannot be read: the driver then assumes
-// its own schema).
-func (s *Schema) Missing(ctx context.Context, crd string) []string {
-	return s.answerFor(ctx, crd).missing
 }
 
 // Installed reports whether crd is installed and serves version; a CRD
@@ -124,7 +100,7 @@ func (s *Schema) answerFor(ctx context.Context, crd string) answer {
 
 // answerOrErr is answerFor that says when there is no answer at all: the
 // CRD unreadable now and never read before (the answer is then the
-// driver's own schema's: nothing missing, nothing served).
+// driver's own schema's: nothing served).
 func (s *Schema) answerOrErr(ctx context.Context, crd string) (answer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -146,18 +122,8 @@ func (s *Schema) answerOrErr(ctx context.Context, crd string) (answer, error) {
 	return a, nil
 }
 
-// Serves reports whether crd serves field.
-func (s *Schema) Serves(ctx context.Context, crd, field string) bool {
-	for _, m := range s.Missing(ctx, crd) {
-		if m == field {
-			return false
-		}
-	}
-	return true
-}
-
-// readOne reads crd and lists what it lacks and serves; a CRD that is not
-// installed lacks nothing the driver could use and serves nothing.
+// readOne reads crd and lists the versions it serves; a CRD that is not
+// installed serves nothing.
 func (s *Schema) readOne(ctx context.Context, name string) (answer, error) {
 	crd := &unstructured.Unstructured{}
 	crd.SetGroupVersionKind(crdGVK)
@@ -172,7 +138,7 @@ func (s *Schema) readOne(ctx context.Context, name string) (answer, error) {
 
 // answerOf is what the driver keeps of crd (nil: not installed).
 func answerOf(name string, crd *unstructured.Unstructured) answer {
-	return answer{missing: missingOf(name, crd), served: servedVersions(crd)}
+	return answer{served: servedVersions(crd)}
 }
 
 // servedVersions are the versions crd (nil: not installed) serves, once
@@ -204,50 +170,4 @@ func established(crd *unstructured.Unstructured) bool {
 		}
 	}
 	return false
-}
-
-// missingOf lists what crd (nil: not installed) lacks of name's optional
-// fields.
-func missingOf(name string, crd *unstructured.Unstructured) []string {
-	if crd == nil {
-		return nil
-	}
-	root, ok := storageSchema(crd)
-	if !ok {
-		return nil
-	}
-	var out []string
-	for _, field := range Optional[name] {
-		if !serves(root, field) {
-			out = append(out, field)
-		}
-	}
-	return out
-}
-
-// storageSchema is the openAPIV3Schema of crd's storage version.
-func storageSchema(crd *unstructured.Unstructured) (map[string]any, bool) {
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		vm, _ := v.(map[string]any)
-		if stored, _ := vm["storage"].(bool); !stored {
-			continue
-		}
-		root, ok, _ := unstructured.NestedMap(vm, "schema", "openAPIV3Schema")
-		return root, ok
-	}
-	return nil, false
-}
-
-// serves walks a dotted path through properties.
-func serves(node map[string]any, path string) bool {
-	for _, part := range strings.Split(path, ".") {
-		props, _ := node["properties"].(map[string]any)
-		next, ok := props[part].(map[string]any)
-		if !ok {
-			return false
-		}
-		node = next
-	}
-	return true
 }

@@ -18,7 +18,7 @@ import (
 // checks (one object each, selected by its name), so no backup or restore
 // reads a CRD itself: a lazy read every few minutes made the first
 // restore (or BackupJob) after each quiet spell pay a request for it.
-// Until a CRD's watch has listed it, or while its watch is broken, Missing
+// Until a CRD's watch has listed it, or while its watch is broken, Installed
 // reads it as before. A CRD's answer lives in a few strings; the CRD
 // itself is not kept. Without a Watcher, Start only waits.
 func (s *Schema) Start(ctx context.Context) error {
@@ -44,7 +44,7 @@ func (s *Schema) Start(ctx context.Context) error {
 func (s *Schema) NeedLeaderElection() bool { return false }
 
 // checked are the CRDs Start watches.
-var checked = []string{BackupCRD, TenantControlPlaneCRD, DataStoreCRD}
+var checked = []string{TenantControlPlaneCRD, DataStoreCRD}
 
 // A broken watch lists again after watchRetry, doubled at each failure
 // in a row up to refresh (when a lazy read would be made anyway).

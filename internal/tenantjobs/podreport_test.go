@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
@@ -31,8 +31,8 @@ func reportOf(p *corev1.Pod) (inspectionstep.Report, error) {
 // well-formed report agreeing with the exit code, and refuses every
 // hostile message a tenant's Pod can leave.
 func TestReportOfRefusesHostileMessages(t *testing.T) {
-	good := inspectionstep.NewReport(backupsv1alpha1.BackupManifest{Revision: 7, Keys: 2, DBSizeBytes: 20480, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{
-		Prefix: "/registry", Objects: 2, Namespaces: 1, Resources: []backupsv1alpha1.ObjectCount{{Name: "namespaces", Count: 1}}, NamespaceNames: []string{"default"}}}}, nil).Line()
+	good := inspectionstep.NewReport(driverv1alpha1.BackupManifest{Revision: 7, Keys: 2, DBSizeBytes: 20480, Keyspaces: []driverv1alpha1.KeyspaceManifest{{
+		Prefix: "/registry", Objects: 2, Namespaces: 1, Resources: []driverv1alpha1.ObjectCount{{Name: "namespaces", Count: 1}}, NamespaceNames: []string{"default"}}}}, nil).Line()
 	r, err := reportOf(podWith(inspect, good, 0))
 	if err != nil || r.Outcome != inspectionstep.OutcomeInspected || r.Manifest.Revision != 7 {
 		t.Fatalf("ReportOf(good) = %+v, %v", r, err)

@@ -30,6 +30,7 @@ import (
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/chartrender"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	brokerminio "github.com/etcd-backup-driver/etcd-backup-driver/internal/credbroker/minio"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/freshness"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manager"
@@ -134,19 +135,27 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr(strategyv1alpha1.GroupVersion.Group), Kind: "Etcd", Name: "s3"},
 		}}},
 	})
+	// tenant-forged also sets the content-drop hold on its own Backup,
+	// as any tenant can: the alert counts only holds the driver placed.
+	tenantHeld := etcdBackup("tenant-forged", "real", end.Add(-3*time.Hour), nil)
+	tenantHeld.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "forged"}
 	create(
 		etcdPlan("tenant-fresh", "daily", "@daily"), etcdBackup("tenant-fresh", "recent", end.Add(-2*time.Hour), nil),
 		etcdPlan("tenant-stale", "daily", "@daily"), etcdBackup("tenant-stale", "old", end.Add(-40*time.Hour), nil),
 		etcdPlan("tenant-missing", "hourly", "@hourly"),
 		etcdBackup("tenant-noplan", "old", end.Add(-30*time.Hour), nil),
-		etcdBackup("tenant-forged", "real", end.Add(-3*time.Hour), nil),
+		tenantHeld,
 		etcdBackup("tenant-forged", "forged", end.Add(-time.Minute), map[string]string{forgedLabel: "true"}),
 	)
 	// A later Backup of tenant-fresh dropped content: the driver holds
-	// this one from retention.
+	// this one from retention, with its signed mark (the test is the
+	// platform admin, who can read the key).
+	keys := &provenance.Keyring{Reader: c, Namespace: o.Namespace, Name: o.ProvenanceSecret}
 	held := etcdBackup("tenant-fresh", "before-drop", end.Add(-5*time.Hour), nil)
-	held.Annotations = map[string]string{backupsv1alpha1.ContentDropHoldAnnotation: "recent"}
 	create(held)
+	unheld := held.DeepCopy()
+	g.Expect(contentdrop.Hold(ctx, keys, held, "recent")).To(Succeed())
+	g.Expect(c.Patch(ctx, held, client.MergeFrom(unheld))).To(Succeed())
 	// Two Plans drill (yearly, so no drill starts here): "never" has had
 	// no successful rehearsal within its window of an hour since it was
 	// created (to the driver, two hours ago); "rehearsed" had one.
@@ -160,7 +169,6 @@ func TestAlertsOnRealMetrics(t *testing.T) {
 	// platform admin, who can read it); the write is an event of its own,
 	// and the Plan judges again.
 	lastGood := end.Add(-50 * time.Minute)
-	keys := &provenance.Keyring{Reader: c, Namespace: o.Namespace, Name: o.ProvenanceSecret}
 	rec, err := planrecord.Encode(ctx, keys, rehearsed, planrecord.Record{LastSuccessfulRehearsalTime: &metav1.Time{Time: lastGood}})
 	g.Expect(err).NotTo(HaveOccurred())
 	unchanged := rehearsed.DeepCopy()

@@ -43,9 +43,9 @@ func captureLagging(ctx context.Context, g Gomega, c client.Client, keys provena
 	b.Status.UnderlyingResources = u
 	b.Status.Artifact.Checksum = "sha256:" + strings.Repeat("ab", 32)
 	g.Expect(provenance.Seal(ctx, keys, b)).To(Succeed())
-	m := backupsv1alpha1.BackupManifest{Revision: 100, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.NewTime(takenAt)}
+	m := driverv1alpha1.BackupManifest{Revision: 100, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.NewTime(takenAt)}
 	g.Expect(provenance.SealManifest(ctx, keys, b, &m)).To(Succeed())
-	b.Status.Manifest = &m
+	g.Expect(artifact.SetManifest(b, &m)).To(Succeed())
 	g.Expect(c.Create(ctx, b)).To(Succeed())
 
 	var cp driverv1alpha1.CaptureProgress

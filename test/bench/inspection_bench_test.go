@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
 )
@@ -149,7 +150,7 @@ func backupInspected(o any) (bool, string) {
 // benchManifest is what inspecting a tenant's snapshot of 50,000
 // Kubernetes objects reports: 100 namespaces, five resources, counted by
 // a real Counter.
-func benchManifest() backupsv1alpha1.BackupManifest {
+func benchManifest() driverv1alpha1.BackupManifest {
 	c := manifest.NewCounter()
 	for n := range 100 {
 		c.Add(fmt.Appendf(nil, "/registry/namespaces/ns-%03d", n))
@@ -160,6 +161,6 @@ func benchManifest() backupsv1alpha1.BackupManifest {
 		}
 	}
 	ks, truncated := c.Keyspaces()
-	return backupsv1alpha1.BackupManifest{Revision: 55_001, CompactedRevision: 50_000, Keys: c.Keys(), DBSizeBytes: 40 << 20,
+	return driverv1alpha1.BackupManifest{Revision: 55_001, CompactedRevision: 50_000, Keys: c.Keys(), DBSizeBytes: 40 << 20,
 		Keyspaces: ks, Truncated: truncated}
 }

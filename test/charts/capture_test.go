@@ -72,9 +72,9 @@ func TestCaptureRunsWithChartRBAC(t *testing.T) {
 			Artifact: &backupsv1alpha1.BackupArtifact{URI: "s3://bkt/" + ns + "/etcd/base.db", SizeBytes: 1 << 20, Checksum: "sha256:" + strings.Repeat("ab", 32)}},
 	}
 	g.Expect(provenance.Seal(ctx, keys, b)).To(Succeed())
-	m := backupsv1alpha1.BackupManifest{Revision: 100, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.Now()}
+	m := driverv1alpha1.BackupManifest{Revision: 100, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.Now()}
 	g.Expect(provenance.SealManifest(ctx, keys, b, &m)).To(Succeed())
-	b.Status.Manifest = &m
+	g.Expect(artifact.SetManifest(b, &m)).To(Succeed())
 	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
 
 	policy, err := endpointpolicy.Parse(testenv.LoopbackCIDRs)

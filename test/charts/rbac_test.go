@@ -123,11 +123,11 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 	} {
 		g.Expect(sa.List(ctx, tc.list, tc.opts...)).To(Succeed(), name)
 	}
-	// The CRDs whose served fields it checks, each followed by a watch on
-	// its name (internal/servedschema), and no other CRD.
+	// The optional kinds' CRDs it checks are installed, each followed by a
+	// watch on its name (internal/servedschema), and no other CRD.
 	crds := &unstructured.UnstructuredList{}
 	crds.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinitionList"))
-	for _, name := range []string{servedschema.BackupCRD, servedschema.TenantControlPlaneCRD, servedschema.DataStoreCRD} {
+	for _, name := range []string{servedschema.TenantControlPlaneCRD, servedschema.DataStoreCRD} {
 		// Kamaji's are followed so that a platform without Kamaji costs
 		// no discovery request per restore, and one that adds it is seen.
 		byName := client.MatchingFields{"metadata.name": name}
@@ -135,6 +135,10 @@ func TestDriverServiceAccountIsLeastPrivileged(t *testing.T) {
 		w, err := sa.Watch(ctx, crds, byName)
 		g.Expect(err).NotTo(HaveOccurred(), "watch CRD %s by name", name)
 		w.Stop()
+	}
+	for _, other := range []string{"etcdclusters.etcd-operator.cozystack.io", "backups.backups.cozystack.io"} {
+		err = sa.List(ctx, crds, client.MatchingFields{"metadata.name": other})
+		g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list CRD %s: want Forbidden, got %v", other, err)
 	}
 	err = sa.List(ctx, crds, client.MatchingFields{"metadata.name": "etcdclusters.etcd-operator.cozystack.io"})
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "list another CRD: want Forbidden, got %v", err)

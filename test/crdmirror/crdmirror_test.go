@@ -25,6 +25,7 @@ var mirrors = []struct {
 	{backupsv1alpha1.BackupClass{}, "cozystack/backups.cozystack.io_backupclasses.yaml", "v1alpha1"},
 	{backupsv1alpha1.BackupJob{}, "cozystack/backups.cozystack.io_backupjobs.yaml", "v1alpha1"},
 	{backupsv1alpha1.RestoreJob{}, "cozystack/backups.cozystack.io_restorejobs.yaml", "v1alpha1"},
+	{backupsv1alpha1.Backup{}, "cozystack/backups.cozystack.io_backups.yaml", "v1alpha1"},
 }
 
 // Our mirror of each kind has exactly the fields its pinned CRD serves:

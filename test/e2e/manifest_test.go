@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
@@ -63,7 +65,7 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	g.Expect(sb.Client.Create(tn.ctx, plan)).To(Succeed())
 
 	good := tn.awaitManifest(tn.takePlanBackup("good", plan.Name))
-	ks := keyspace(g, good.Status.Manifest, prefix)
+	ks := keyspace(g, artifact.Manifest(good), prefix)
 	served := servedCounts(tn, cs)
 	g.Expect(count(ks.Resources, "configmaps")).To(Equal(served["configmaps"]), "ConfigMaps in the manifest and served")
 	g.Expect(count(ks.Resources, "secrets")).To(Equal(served["secrets"]), "Secrets in the manifest and served")
@@ -72,8 +74,8 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	for ns, n := range shopNamespaces {
 		g.Expect(count(ks.TopNamespaces, ns)).To(Equal(int64(n[0]+n[1])), "objects in namespace %s", ns)
 	}
-	t.Logf("manifest of %s: revision %d, %d keys; %s: %d objects, resources %v", good.Name, good.Status.Manifest.Revision,
-		good.Status.Manifest.Keys, ks.Prefix, ks.Objects, ks.Resources)
+	t.Logf("manifest of %s: revision %d, %d keys; %s: %d objects, resources %v", good.Name, artifact.Manifest(good).Revision,
+		artifact.Manifest(good).Keys, ks.Prefix, ks.Objects, ks.Resources)
 
 	// Two namespaces deleted by accident (no namespace controller runs
 	// here: their objects go first, then the namespace is finalized).
@@ -108,7 +110,7 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
 	g.Expect(rep.RevisionBefore).To(BeNumerically(">=", revBefore))
 	g.Expect(rep.RevisionAfter).To(BeNumerically(">", rep.RevisionBefore))
-	g.Expect(rep.Resources).To(ContainElement(backupsv1alpha1.CountChange{Name: "configmaps",
+	g.Expect(rep.Resources).To(ContainElement(driverv1alpha1.CountChange{Name: "configmaps",
 		Before: served["configmaps"] - 10, After: served["configmaps"]}))
 	t.Logf("rehearsal: %s", rj.Status.Message)
 	var clusterAfter etcdv1alpha2.EtcdCluster
@@ -123,19 +125,19 @@ func TestManifestCountsWhatTheControlPlaneServesAndADropIsHeld(t *testing.T) {
 	_, err := cs.CoreV1().Namespaces().Get(tn.ctx, "shop", metav1.GetOptions{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a dry run brought a namespace back")
 	g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)).To(Succeed())
-	g.Expect(good.Status.LastRehearsal).NotTo(BeNil())
-	g.Expect(good.Status.LastRehearsal.Succeeded).To(BeTrue())
+	g.Expect(artifact.LastRehearsal(good)).NotTo(BeNil())
+	g.Expect(artifact.LastRehearsal(good).Succeeded).To(BeTrue())
 
 	// keepLast 1 would delete "good" now; the hold keeps it.
 	g.Consistently(func() error {
 		return sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)
 	}).WithTimeout(5 * time.Second).Should(Succeed())
-	g.Expect(good.Annotations).To(HaveKeyWithValue(backupsv1alpha1.ContentDropHoldAnnotation, dropped.Name))
+	g.Expect(good.Annotations).To(HaveKeyWithValue(driverv1alpha1.ContentDropHoldAnnotation, dropped.Name))
 	g.Expect(good.DeletionTimestamp).To(BeNil())
 
 	// A person says the drop was intended: retention applies again.
 	before := good.DeepCopy()
-	delete(good.Annotations, backupsv1alpha1.ContentDropHoldAnnotation)
+	delete(good.Annotations, driverv1alpha1.ContentDropHoldAnnotation)
 	g.Expect(sb.Client.Patch(tn.ctx, good, client.MergeFrom(before))).To(Succeed())
 	g.Eventually(func() bool {
 		err := sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(good), good)
@@ -159,7 +161,7 @@ func TestACorruptedObjectFailsInspectionAndRehearsal(t *testing.T) {
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Reason).To(Equal(backupsv1alpha1.BackupReasonInspectionRefused), c.Message)
 	g.Expect(c.Message).To(ContainSubstring("sha256"))
-	g.Expect(b.Status.Manifest).To(BeNil())
+	g.Expect(artifact.Manifest(b)).To(BeNil())
 
 	// A rehearsal of it fails too, and says why.
 	rj := tn.awaitRestore(tn.restoreJob("rehearse-corrupt", b.Name, map[string]any{"dryRun": true}), 3*time.Minute)
@@ -214,7 +216,7 @@ func (tn *tenant) awaitManifest(b *backupsv1alpha1.Backup) *backupsv1alpha1.Back
 	tn.t.Helper()
 	c := tn.awaitInspected(b)
 	tn.g.Expect(c.Status).To(Equal(metav1.ConditionTrue), c.Message)
-	tn.g.Expect(b.Status.Manifest).NotTo(BeNil())
+	tn.g.Expect(artifact.Manifest(b)).NotTo(BeNil())
 	return b
 }
 
@@ -232,7 +234,7 @@ func (tn *tenant) reinspect(b *backupsv1alpha1.Backup) {
 	}).WithTimeout(30 * time.Second).Should(BeTrue())
 	tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
 	before := b.DeepCopy()
-	b.Status.Manifest = nil
+	tn.g.Expect(artifact.SetManifest(b, nil)).To(Succeed())
 	tn.g.Expect(sb.Client.Patch(tn.ctx, b, client.MergeFrom(before))).To(Succeed())
 	tn.g.Eventually(func() string {
 		tn.g.Expect(sb.Client.Get(tn.ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
@@ -240,18 +242,18 @@ func (tn *tenant) reinspect(b *backupsv1alpha1.Backup) {
 	}).WithTimeout(time.Minute).Should(Equal(backupsv1alpha1.BackupReasonInspectionPending))
 }
 
-func keyspace(g Gomega, m *backupsv1alpha1.BackupManifest, prefix string) backupsv1alpha1.KeyspaceManifest {
+func keyspace(g Gomega, m *driverv1alpha1.BackupManifest, prefix string) driverv1alpha1.KeyspaceManifest {
 	for _, k := range m.Keyspaces {
 		if k.Prefix == prefix {
 			return k
 		}
 	}
 	g.Expect(m.Keyspaces).To(ContainElement(HaveField("Prefix", prefix)))
-	return backupsv1alpha1.KeyspaceManifest{}
+	return driverv1alpha1.KeyspaceManifest{}
 }
 
-func count(cs []backupsv1alpha1.ObjectCount, name string) int64 {
-	i := slices.IndexFunc(cs, func(c backupsv1alpha1.ObjectCount) bool { return c.Name == name })
+func count(cs []driverv1alpha1.ObjectCount, name string) int64 {
+	i := slices.IndexFunc(cs, func(c driverv1alpha1.ObjectCount) bool { return c.Name == name })
 	if i < 0 {
 		return 0
 	}

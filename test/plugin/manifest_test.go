@@ -10,10 +10,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/ebdctl"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 )
@@ -22,9 +25,9 @@ import (
 // strategy the driver does not serve: the driver leaves it and RestoreJobs
 // naming it alone, so the test plays the driver's part and writes what the
 // driver's inspection and rehearsal would.
-func foreignBackup(ns, name string, taken time.Time, m *backupsv1alpha1.BackupManifest) *backupsv1alpha1.Backup {
+func foreignBackup(ns, name string, taken time.Time, m *driverv1alpha1.BackupManifest) *backupsv1alpha1.Backup {
 	group := "example.com"
-	return &backupsv1alpha1.Backup{
+	b := &backupsv1alpha1.Backup{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: backupsv1alpha1.BackupSpec{
 			ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
@@ -32,20 +35,24 @@ func foreignBackup(ns, name string, taken time.Time, m *backupsv1alpha1.BackupMa
 			TakenAt:        metav1.NewTime(taken),
 		},
 		Status: backupsv1alpha1.BackupStatus{
-			Phase:    backupsv1alpha1.BackupPhaseReady,
-			Artifact: &backupsv1alpha1.BackupArtifact{URI: "s3://elsewhere/" + name, SizeBytes: 1 << 20},
-			Manifest: m,
+			Phase:               backupsv1alpha1.BackupPhaseReady,
+			Artifact:            &backupsv1alpha1.BackupArtifact{URI: "s3://elsewhere/" + name, SizeBytes: 1 << 20},
+			UnderlyingResources: &runtime.RawExtension{Raw: []byte(`{"kind":"EtcdBackupSnapshot","apiVersion":"backups.cozystack.io/v1alpha1"}`)},
 		},
 	}
+	if err := artifact.SetManifest(b, m); err != nil {
+		panic(err)
+	}
+	return b
 }
 
-func registryManifest(rev int64, resources []backupsv1alpha1.ObjectCount, namespaces ...string) *backupsv1alpha1.BackupManifest {
-	ks := backupsv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces, Resources: resources}
+func registryManifest(rev int64, resources []driverv1alpha1.ObjectCount, namespaces ...string) *driverv1alpha1.BackupManifest {
+	ks := driverv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces, Resources: resources}
 	for _, r := range resources {
 		ks.Objects += r.Count
 	}
-	return &backupsv1alpha1.BackupManifest{InspectedAt: metav1.Now(), Revision: rev, Keys: ks.Objects + 3, DBSizeBytes: 1 << 20,
-		Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks}}
+	return &driverv1alpha1.BackupManifest{InspectedAt: metav1.Now(), Revision: rev, Keys: ks.Objects + 3, DBSizeBytes: 1 << 20,
+		Keyspaces: []driverv1alpha1.KeyspaceManifest{ks}}
 }
 
 // show, diff and restore --dry-run against the sandbox's API server, with
@@ -56,9 +63,9 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 	ns := "manifests-" + rand.String(5)
 	g.Expect(sb.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	taken := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
-	before := foreignBackup(ns, "before", taken, registryManifest(500, []backupsv1alpha1.ObjectCount{
+	before := foreignBackup(ns, "before", taken, registryManifest(500, []driverv1alpha1.ObjectCount{
 		{Name: "configmaps", Count: 12}, {Name: "pods", Count: 9}, {Name: "namespaces", Count: 4}}, "default", "kube-system", "shop", "blog"))
-	after := foreignBackup(ns, "after", taken.Add(time.Hour), registryManifest(650, []backupsv1alpha1.ObjectCount{
+	after := foreignBackup(ns, "after", taken.Add(time.Hour), registryManifest(650, []driverv1alpha1.ObjectCount{
 		{Name: "configmaps", Count: 5}, {Name: "pods", Count: 9}, {Name: "namespaces", Count: 3}}, "default", "kube-system", "api"))
 	uninspected := foreignBackup(ns, "uninspected", taken, nil)
 	for _, b := range []*backupsv1alpha1.Backup{before, after, uninspected} {
@@ -69,7 +76,7 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 		b.Status = status
 		b.Status.Conditions = []metav1.Condition{{Type: backupsv1alpha1.BackupConditionInspected, Status: metav1.ConditionTrue,
 			Reason: backupsv1alpha1.BackupReasonInspected, Message: "manifest verified", LastTransitionTime: metav1.Now()}}
-		if b.Status.Manifest == nil {
+		if artifact.Manifest(b) == nil {
 			b.Status.Conditions[0].Status, b.Status.Conditions[0].Reason, b.Status.Conditions[0].Message =
 				metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionFailed, "the snapshot does not open as an etcd database"
 		}
@@ -140,9 +147,9 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 		g.Consistently(done).WithTimeout(time.Second).ShouldNot(Receive(), "it waits for the rehearsal to end")
 
 		// The report in the driver's record annotation, then the end.
-		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, KeysBefore: 20, Report: &backupsv1alpha1.RehearsalReport{
+		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, KeysBefore: 20, Report: &driverv1alpha1.RehearsalReport{
 			RevisionBefore: 700, RevisionAfter: 500, KeysBefore: 20, KeysAfter: 28,
-			Resources:           []backupsv1alpha1.CountChange{{Name: "configmaps", Before: 5, After: 12}},
+			Resources:           []driverv1alpha1.CountChange{{Name: "configmaps", Before: 5, After: 12}},
 			NamespacesReturning: []string{"blog", "shop"}, NamespacesVanishing: []string{"api"}}})
 		g.Expect(err).NotTo(HaveOccurred())
 		job.Annotations = map[string]string{rehearsalrecord.Annotation: string(rec)}

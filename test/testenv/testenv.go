@@ -89,7 +89,7 @@ func CRDPaths() []string {
 // CozystackCRDs are the files of CozystackCRDPath every Env installs (the
 // Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
 var CozystackCRDs = []string{
-	"backups.cozystack.io_backupclasses.yaml", "backups.cozystack.io_backupjobs.yaml",
+	"backups.cozystack.io_backupclasses.yaml", "backups.cozystack.io_backupjobs.yaml", "backups.cozystack.io_backups.yaml",
 	"backups.cozystack.io_plans.yaml", "backups.cozystack.io_restorejobs.yaml", "strategy.backups.cozystack.io_etcds.yaml",
 }
 

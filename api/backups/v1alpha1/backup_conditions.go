@@ -62,7 +62,19 @@ const (
 	BackupReasonInspectionFailed   = "InspectionFailed"
 	BackupReasonInspectionRefused  = "InspectionRefused"
 	BackupReasonInspectionDisabled = "InspectionDisabled"
+	// BackupReasonInspectionRetrying: the inspector failed for a reason
+	// of its own (its Pod killed or out of time, S3 errors, arguments it
+	// refused, a Job an earlier release built): no evidence against the
+	// Backup, which still counts as good; the driver inspects it again
+	// after a backoff.
+	BackupReasonInspectionRetrying = "InspectionRetrying"
 )
+
+// BackupReasonRecordsMigrated is the reason of the Event on a Backup
+// whose manifest or last rehearsal the driver moved from the fields of its
+// earlier Backup CRD (status.manifest, status.lastRehearsal) to
+// status.underlyingResources.
+const BackupReasonRecordsMigrated = "RecordsMigrated"
 
 // BackupConditionContentDrop is True when the Backup holds markedly less
 // than the previous good Backup of its application (a resource lost more

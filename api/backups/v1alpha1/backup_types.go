@@ -27,13 +27,8 @@ type BackupSpec struct {
 	StrategyRef TypedLocalObjectReference `json:"strategyRef"`
 	// TakenAt is when the data was captured.
 	TakenAt metav1.Time `json:"takenAt"`
-	// DriverMetadata is opaque, driver-owned data needed to restore. It is
-	// bounded (64 entries, keys of at most 253 and values of at most 4096
-	// characters) so that no tenant can make the drivers' caches of every
-	// Backup grow without limit.
+	// DriverMetadata is opaque, driver-owned data needed to restore.
 	// +optional
-	// +kubebuilder:validation:MaxProperties=64
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && size(self[k]) <= 4096)",message="driverMetadata keys may have at most 253 and values at most 4096 characters"
 	DriverMetadata map[string]string `json:"driverMetadata,omitempty"`
 }
 
@@ -59,7 +54,9 @@ type BackupStatus struct {
 	// +optional
 	Artifact *BackupArtifact `json:"artifact,omitempty"`
 	// UnderlyingResources is a self-typed object (it carries kind and
-	// apiVersion) that the driver needs to restore.
+	// apiVersion) that the driver needs to restore. The Etcd drivers
+	// write an EtcdBackupSnapshot; this driver keeps its own records
+	// beside the peer's fields (internal/artifact reads and writes them).
 	// +optional
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Type=object
@@ -67,28 +64,19 @@ type BackupStatus struct {
 	// Conditions of the Backup.
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// Manifest says what the snapshot holds (Etcd driver).
-	// +optional
-	Manifest *BackupManifest `json:"manifest,omitempty"`
-	// LastRehearsal is the newest rehearsal of this Backup (Etcd driver).
-	// +optional
-	LastRehearsal *RehearsalRecord `json:"lastRehearsal,omitempty"`
 }
 
 // Backup is a restorable artefact of one application. It deliberately has no
 // status subresource: drivers write status in the same request as the spec.
+// This is a mirror of Cozystack's kind, installed with Cozystack's own CRD
+// (config/crd/upstream/cozystack): it has exactly the fields that CRD
+// serves (test/crdmirror).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:metadata:annotations="options.cozystack.io/source.applicationRef.kind=appkind"
 // +kubebuilder:selectablefield:JSONPath=`.spec.applicationRef.apiGroup`
 // +kubebuilder:selectablefield:JSONPath=`.spec.applicationRef.kind`
 // +kubebuilder:selectablefield:JSONPath=`.spec.applicationRef.name`
-// +kubebuilder:printcolumn:name="Application",type=string,JSONPath=`.spec.applicationRef.name`
-// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
-// +kubebuilder:printcolumn:name="Taken",type=date,JSONPath=`.spec.takenAt`
-// +kubebuilder:printcolumn:name="Size",type=integer,priority=1,JSONPath=`.status.artifact.sizeBytes`
-// +kubebuilder:printcolumn:name="URI",type=string,priority=1,JSONPath=`.status.artifact.uri`
-// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Backup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

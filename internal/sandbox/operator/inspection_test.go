@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
@@ -68,7 +69,7 @@ func TestInspectionJobReportsTheManifest(t *testing.T) {
 	tn.g.Expect(want.Keys).To(BeEquivalentTo(10))
 	tn.g.Expect(want.Keyspaces).To(HaveLen(2))
 	tn.g.Expect(want.Keyspaces[0].Prefix).To(Equal("/registry"))
-	tn.g.Expect(want.Keyspaces[0].Resources).To(ContainElement(backupsv1alpha1.ObjectCount{Name: "pods", Count: 3}))
+	tn.g.Expect(want.Keyspaces[0].Resources).To(ContainElement(driverv1alpha1.ObjectCount{Name: "pods", Count: 3}))
 
 	key := tn.ns + "/etcd/inspected.db"
 	up, err := minio.New(strings.TrimPrefix(s3.URL, "http://"), &minio.Options{

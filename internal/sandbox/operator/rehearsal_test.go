@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/operator"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
@@ -108,7 +109,7 @@ func TestRehearsalJobBootsTheSnapshot(t *testing.T) {
 	tn.g.Expect(r.Keys).To(BeEquivalentTo(5))
 	tn.g.Expect(r.Keyspaces).To(HaveLen(1))
 	tn.g.Expect(r.Keyspaces[0].NamespaceNames).To(Equal([]string{"a", "b"}))
-	tn.g.Expect(r.Keyspaces[0].Resources).To(ContainElement(backupsv1alpha1.ObjectCount{Name: "pods", Count: 3}))
+	tn.g.Expect(r.Keyspaces[0].Resources).To(ContainElement(driverv1alpha1.ObjectCount{Name: "pods", Count: 3}))
 
 	job, r = run("rehearse-changed", strings.Repeat("0", 64))
 	out, msg = tenantjobs.OutcomeOf(job)

@@ -15,10 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/servedschema"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -49,9 +49,6 @@ type Reconciler struct {
 	S3CAPEM              string
 	// Deadline bounds a Job; zero means DefaultDeadline.
 	Deadline time.Duration
-	// Schema says whether the installed Backup CRD keeps status.manifest
-	// (Cozystack's own prunes it); nil assumes the driver's CRDs.
-	Schema *servedschema.Schema
 	// MaxJobs bounds the inspection Jobs running at once (an upgrade
 	// finds every existing Backup uninspected); below 1 means 1.
 	MaxJobs int
@@ -59,6 +56,11 @@ type Reconciler struct {
 	// bound.
 	MaxJobsPerNamespace int
 	Clock               clock.PassiveClock
+
+	// legacy remembers the Backups already read for the records of the
+	// earlier Backup CRD (migrate.go); SetupWithManager makes it, without
+	// it every reconcile reads them.
+	legacy *legacyChecked
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;update;patch
@@ -97,7 +99,10 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.refuse(ctx, &b, backupsv1alpha1.BackupReasonInspectionRefused,
 			"the Backup is not verified ("+verdict.Reason+"): the driver inspects only Backups it recorded")
 	}
-	if b.Status.Manifest != nil {
+	if moved, err := r.migrate(ctx, &b); err != nil || moved {
+		return ctrl.Result{Requeue: moved}, err
+	}
+	if artifact.Manifest(&b) != nil {
 		ok, err := provenance.VerifyManifest(ctx, r.Keys, &b)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -106,10 +111,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, nil
 		}
 		log.FromContext(ctx).Info("the Backup's manifest does not verify (edited, or copied from another Backup); inspecting again")
-	}
-	if r.Schema != nil && !r.Schema.Serves(ctx, servedschema.BackupCRD, "status.manifest") {
-		return ctrl.Result{}, r.setInspected(ctx, &b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionDisabled,
-			"the installed Backup CRD does not serve status.manifest (Cozystack's own CRD prunes it): install the driver's CRDs to record manifests")
 	}
 	policy, err := strategypolicy.Of(ctx, r.Client, b.Spec.StrategyRef.Name)
 	if err != nil {

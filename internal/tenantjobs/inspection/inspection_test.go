@@ -12,6 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
@@ -46,7 +49,14 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 	g.Expect(condition(b1, backupsv1alpha1.BackupConditionInspected)).To(Equal("True Inspected: revision 1056, 66 keys, 1048576 bytes; /registry: 56 objects in 4 namespaces"))
 	g.Expect(condition(b1, backupsv1alpha1.BackupConditionContentDrop)).To(HavePrefix("False ContentKept: no earlier inspected Backup"))
 	g.Expect(provenance.VerifyManifest(h.ctx, keys, b1)).To(BeTrue())
-	g.Expect(b1.Status.Manifest.InspectedAt.IsZero()).To(BeFalse())
+	g.Expect(artifact.Manifest(b1).InspectedAt.IsZero()).To(BeFalse())
+
+	// The tenant set a hold of its own on b1 first (annotations are its to
+	// write): the driver's hold replaces it, signed.
+	unheld := b1.DeepCopy()
+	b1.Annotations = map[string]string{driverv1alpha1.ContentDropHoldAnnotation: "mine"}
+	g.Expect(env.Client.Patch(h.ctx, b1, client.MergeFrom(unheld))).To(Succeed())
+	g.Expect(contentdrop.HeldByDriver(h.ctx, keys, b1)).To(BeFalse())
 
 	b2 := h.backup("nightly-2", 10)
 	h.reconcile(b2)
@@ -56,7 +66,8 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 		"True ContentDropped: since Backup nightly-1: pods in /registry: 40 → 8; namespaces gone from /registry: shop, billing; " +
 			"Backup nightly-1 is held from retention until its annotation backups.cozystack.io/held-for-content-drop is removed"))
 	g.Expect(env.Client.Get(h.ctx, client.ObjectKeyFromObject(b1), b1)).To(Succeed())
-	g.Expect(b1.Annotations).To(HaveKeyWithValue(backupsv1alpha1.ContentDropHoldAnnotation, "nightly-2"))
+	g.Expect(b1.Annotations).To(HaveKeyWithValue(driverv1alpha1.ContentDropHoldAnnotation, "nightly-2"))
+	g.Expect(contentdrop.HeldByDriver(h.ctx, keys, b1)).To(BeTrue(), "the driver's hold is signed")
 	g.Expect(strings.Join(testenv.Drain(h.rec.Events), "\n")).To(ContainSubstring("Warning ContentDropped since Backup nightly-1: pods in /registry: 40 → 8"))
 
 	b3 := h.backup("nightly-3", 20)
@@ -65,7 +76,7 @@ func TestManifestsAreRecordedAndADropHoldsTheLastGoodBackup(t *testing.T) {
 	h.reconcile(b3)
 	g.Expect(condition(b3, backupsv1alpha1.BackupConditionContentDrop)).To(Equal("False ContentKept: compared with Backup nightly-2: nothing dropped beyond the strategy's thresholds"))
 	g.Expect(env.Client.Get(h.ctx, client.ObjectKeyFromObject(b2), b2)).To(Succeed())
-	g.Expect(b2.Annotations).NotTo(HaveKey(backupsv1alpha1.ContentDropHoldAnnotation))
+	g.Expect(b2.Annotations).NotTo(HaveKey(driverv1alpha1.ContentDropHoldAnnotation))
 }
 
 // A Backup whose inspection was refused has no manifest and is never the
@@ -80,10 +91,10 @@ func TestARefusedInspectionIsNeverTheGoodBackup(t *testing.T) {
 
 	bad := h.backup("nightly-2", 10)
 	h.reconcile(bad)
-	h.finish(h.job(bad), step.NewReport(backupsv1alpha1.BackupManifest{},
+	h.finish(h.job(bad), step.NewReport(driverv1alpha1.BackupManifest{},
 		fmt.Errorf("check the object: %w", s3object.ErrChecksumMismatch)), nil)
 	h.reconcile(bad)
-	g.Expect(bad.Status.Manifest).To(BeNil())
+	g.Expect(artifact.Manifest(bad)).To(BeNil())
 	g.Expect(condition(bad, backupsv1alpha1.BackupConditionInspected)).To(MatchRegexp(
 		`^False InspectionRefused: the inspection Job etcd-inspect-\w+ failed: ArtifactChanged: .*this Backup does not count as a good one`))
 
@@ -120,7 +131,7 @@ func TestALookAlikeJobOrPodIsNotRead(t *testing.T) {
 	g.Expect(env.Client.Create(h.ctx, fake)).To(Succeed())
 	h.finish(fake, inspected(manifest(100, "default", "shop", "billing")), nil)
 	h.reconcile(b)
-	g.Expect(b.Status.Manifest).To(BeNil())
+	g.Expect(artifact.Manifest(b)).To(BeNil())
 	g.Expect(condition(b, backupsv1alpha1.BackupConditionInspected)).To(ContainSubstring("is not the inspection Job the driver builds for this Backup"))
 
 	// The genuine Job again (the tenant deleted its own), whose Pod runs
@@ -135,7 +146,7 @@ func TestALookAlikeJobOrPodIsNotRead(t *testing.T) {
 	other[0].Args = append(other[0].Args, "--extra")
 	h.finish(j, inspected(manifest(100, "default", "shop", "billing")), other)
 	h.reconcile(b)
-	g.Expect(b.Status.Manifest).To(BeNil())
+	g.Expect(artifact.Manifest(b)).To(BeNil())
 	g.Expect(condition(b, backupsv1alpha1.BackupConditionInspected)).To(ContainSubstring("has no Pod with a report"))
 }
 
@@ -150,10 +161,12 @@ func TestAnEditedManifestIsReplacedByTheSignedOne(t *testing.T) {
 	h.finish(h.job(b), inspected(manifest(10, "default", "shop")), nil)
 	h.reconcile(b)
 	before := b.DeepCopy()
-	b.Status.Manifest.Keyspaces[0].Resources[0].Count = 9999
+	m := artifact.Manifest(b)
+	m.Keyspaces[0].Resources[0].Count = 9999
+	g.Expect(artifact.SetManifest(b, m)).To(Succeed())
 	g.Expect(env.Client.Patch(h.ctx, b, client.MergeFrom(before))).To(Succeed())
 	h.reconcile(b)
-	g.Expect(b.Status.Manifest.Keyspaces[0].Resources[0].Count).To(Equal(int64(20)))
+	g.Expect(artifact.Manifest(b).Keyspaces[0].Resources[0].Count).To(Equal(int64(20)))
 	g.Expect(provenance.VerifyManifest(h.ctx, keys, b)).To(BeTrue())
 }
 

@@ -69,6 +69,9 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 	var job batchv1.Job
 	err = r.Client.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: name}, &job)
 	if apierrors.IsNotFound(err) {
+		if wait := r.retryWait(b); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
 		wait, err := r.waitForSlot(ctx, b.Namespace)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -88,19 +91,21 @@ func (r *Reconciler) inspect(ctx context.Context, b *backupsv1alpha1.Backup, p s
 		return ctrl.Result{}, err
 	}
 	if !tenantjobs.Mine(&job, want) {
-		return ctrl.Result{}, r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionRefused,
-			"Job "+name+" is not the inspection Job the driver builds for this Backup (it was replaced or edited): delete it and the driver inspects again")
+		// Not evidence against the Backup: an earlier release built it
+		// (another image or arguments), or someone replaced it. It is not
+		// the driver's to delete; the driver inspects again once it is gone.
+		return ctrl.Result{RequeueAfter: retryFirst}, r.setInspected(ctx, b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionRetrying,
+			"Job "+name+" is not the inspection Job the driver builds for this Backup (an earlier release built it, or it was replaced or edited): "+
+				"the driver inspects again when it is gone (delete it, or it goes a day after it ended); the Backup still counts as good")
 	}
 	switch outcome, why := tenantjobs.OutcomeOf(&job); outcome {
 	case tenantjobs.Running:
 		return ctrl.Result{}, r.setInspected(ctx, b, metav1.ConditionFalse, backupsv1alpha1.BackupReasonInspectionPending,
 			"inspecting the snapshot in Job "+name)
 	case tenantjobs.Succeeded:
-		return ctrl.Result{}, r.record(ctx, b, &job, p)
-	case tenantjobs.Refused:
-		return ctrl.Result{}, r.failed(ctx, b, &job, backupsv1alpha1.BackupReasonInspectionRefused, why)
+		return r.record(ctx, b, &job, p)
 	default:
-		return ctrl.Result{}, r.failed(ctx, b, &job, backupsv1alpha1.BackupReasonInspectionFailed, why)
+		return r.ended(ctx, b, &job, outcome, why)
 	}
 }
 

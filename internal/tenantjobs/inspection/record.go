@@ -7,12 +7,16 @@ import (
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/backupdeletion"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/contentdrop"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
@@ -38,17 +42,21 @@ func (r *Reconciler) failed(ctx context.Context, b *backupsv1alpha1.Backup, job 
 // update of the Backup. The hold on the previous good Backup is written
 // first: a crash in between leaves a hold and no record, and the next
 // pass finds the same previous Backup and writes the record.
-func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) error {
+func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, p strategypolicy.Policy) (ctrl.Result, error) {
 	rep, err := r.report(ctx, job)
 	if err != nil {
-		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
-			"the inspection Job "+job.Name+" succeeded but its report cannot be read: "+err.Error())
+		return r.retry(ctx, b, job, "the inspection Job "+job.Name+" succeeded but its report cannot be read: "+err.Error())
 	}
 	if rep.Manifest == nil {
-		return r.refuse(ctx, b, backupsv1alpha1.BackupReasonInspectionFailed,
-			"the inspection Job "+job.Name+" succeeded but its report carries no manifest")
+		return r.retry(ctx, b, job, "the inspection Job "+job.Name+" succeeded but its report carries no manifest")
 	}
-	m := rep.Manifest.DeepCopy()
+	return ctrl.Result{}, r.write(ctx, b, job, rep.Manifest, p)
+}
+
+// write signs m, compares it with the previous good manifest and records
+// both (see record).
+func (r *Reconciler) write(ctx context.Context, b *backupsv1alpha1.Backup, job *batchv1.Job, reported *driverv1alpha1.BackupManifest, p strategypolicy.Policy) error {
+	m := reported.DeepCopy()
 	m.InspectedAt = metav1.NewTime(r.now().UTC().Truncate(1e9))
 	if job.Status.CompletionTime != nil {
 		m.InspectedAt = *job.Status.CompletionTime
@@ -64,7 +72,7 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 		Reason: backupsv1alpha1.BackupReasonContentUnchanged, Message: "no earlier inspected Backup of this application and plan to compare with"}
 	var drops []contentdrop.Drop
 	if prev != nil {
-		drops = contentdrop.Compare(prev.Status.Manifest, m, contentdrop.ThresholdsOf(p.Inspection))
+		drops = contentdrop.Compare(artifact.Manifest(prev), m, contentdrop.ThresholdsOf(p.Inspection))
 		drop.Message = "compared with Backup " + prev.Name + ": nothing dropped beyond the strategy's thresholds"
 	}
 	if len(drops) > 0 {
@@ -73,10 +81,15 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 		}
 		drop.Status, drop.Reason = metav1.ConditionTrue, backupsv1alpha1.BackupReasonContentDropped
 		drop.Message = textlimit.Message(contentdrop.Message(drops, prev.Name) +
-			"; Backup " + prev.Name + " is held from retention until its annotation " + backupsv1alpha1.ContentDropHoldAnnotation + " is removed")
+			"; Backup " + prev.Name + " is held from retention until its annotation " + driverv1alpha1.ContentDropHoldAnnotation + " is removed")
 	}
 	before := b.DeepCopy()
-	b.Status.Manifest = m
+	if err := artifact.SetManifest(b, m); err != nil {
+		return err
+	}
+	if err := artifact.SetInspectionRetry(b, nil); err != nil {
+		return err
+	}
 	meta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.BackupConditionInspected,
 		Status: metav1.ConditionTrue, Reason: backupsv1alpha1.BackupReasonInspected, Message: textlimit.Message(summary(m))})
 	meta.SetStatusCondition(&b.Status.Conditions, drop)
@@ -93,7 +106,7 @@ func (r *Reconciler) record(ctx context.Context, b *backupsv1alpha1.Backup, job 
 }
 
 // summary says what a manifest holds in a line.
-func summary(m *backupsv1alpha1.BackupManifest) string {
+func summary(m *driverv1alpha1.BackupManifest) string {
 	parts := []string{fmt.Sprintf("revision %d, %d keys, %d bytes", m.Revision, m.Keys, m.DBSizeBytes)}
 	for _, k := range m.Keyspaces {
 		parts = append(parts, fmt.Sprintf("%s: %d objects in %d namespaces", k.Prefix, k.Objects, k.Namespaces))
@@ -117,7 +130,7 @@ func (r *Reconciler) previousGood(ctx context.Context, b *backupsv1alpha1.Backup
 	var earlier []*backupsv1alpha1.Backup
 	for i := range list.Items {
 		c := &list.Items[i]
-		if c.UID != b.UID && backupdeletion.IsEtcdBackup(c) && c.Status.Manifest != nil &&
+		if c.UID != b.UID && backupdeletion.IsEtcdBackup(c) && artifact.Manifest(c) != nil &&
 			meta.IsStatusConditionTrue(c.Status.Conditions, backupsv1alpha1.BackupConditionInspected) &&
 			c.Spec.ApplicationRef.Name == b.Spec.ApplicationRef.Name && planOf(c) == planOf(b) && goodbackup.Newer(b, c) {
 			earlier = append(earlier, c)
@@ -143,15 +156,15 @@ func planOf(b *backupsv1alpha1.Backup) string {
 	return b.Spec.PlanRef.Name
 }
 
-// hold marks prev as kept from retention for the drop in Backup dropped.
+// hold marks prev as kept from retention for the drop in Backup dropped,
+// signed (contentdrop.Hold): a hold a tenant wrote first is replaced.
 func (r *Reconciler) hold(ctx context.Context, prev *backupsv1alpha1.Backup, dropped string) error {
-	if _, held := prev.Annotations[backupsv1alpha1.ContentDropHoldAnnotation]; held {
+	before := prev.DeepCopy()
+	if err := contentdrop.Hold(ctx, r.Keys, prev, dropped); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(before.Annotations, prev.Annotations) {
 		return nil
 	}
-	before := prev.DeepCopy()
-	if prev.Annotations == nil {
-		prev.Annotations = map[string]string{}
-	}
-	prev.Annotations[backupsv1alpha1.ContentDropHoldAnnotation] = dropped
 	return r.patch(ctx, before, prev)
 }

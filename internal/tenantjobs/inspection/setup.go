@@ -34,6 +34,7 @@ func init() { metrics.Registry.MustRegister(inspectionsTotal, contentDropsTotal)
 // SetupWithManager registers the controller: Ready Etcd Backups, woken by
 // their inspection Jobs.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrent int) error {
+	r.legacy = &legacyChecked{}
 	ready := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		b, ok := o.(*backupsv1alpha1.Backup)
 		return ok && backupdeletion.IsEtcdBackup(b) && b.Status.Phase == backupsv1alpha1.BackupPhaseReady

@@ -150,15 +150,15 @@ func (h *harness) finish(j *batchv1.Job, rep step.Report, containers []corev1.Co
 
 // manifest is a manifest of one /registry keyspace holding pods and
 // configmaps in the namespaces given (podsEach pods, 3 configmaps each).
-func manifest(podsEach int64, namespaces ...string) backupsv1alpha1.BackupManifest {
-	ks := backupsv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces}
+func manifest(podsEach int64, namespaces ...string) driverv1alpha1.BackupManifest {
+	ks := driverv1alpha1.KeyspaceManifest{Prefix: "/registry", Namespaces: int64(len(namespaces)), NamespaceNames: namespaces}
 	pods, cms := podsEach*int64(len(namespaces)), 3*int64(len(namespaces))
-	ks.Resources = []backupsv1alpha1.ObjectCount{{Name: "pods", Count: pods}, {Name: "configmaps", Count: cms}, {Name: "namespaces", Count: int64(len(namespaces))}}
+	ks.Resources = []driverv1alpha1.ObjectCount{{Name: "pods", Count: pods}, {Name: "configmaps", Count: cms}, {Name: "namespaces", Count: int64(len(namespaces))}}
 	ks.Objects = pods + cms + int64(len(namespaces))
-	return backupsv1alpha1.BackupManifest{Revision: 1000 + ks.Objects, Keys: ks.Objects + 10, DBSizeBytes: 1 << 20,
-		Keyspaces: []backupsv1alpha1.KeyspaceManifest{ks}}
+	return driverv1alpha1.BackupManifest{Revision: 1000 + ks.Objects, Keys: ks.Objects + 10, DBSizeBytes: 1 << 20,
+		Keyspaces: []driverv1alpha1.KeyspaceManifest{ks}}
 }
 
-func inspected(m backupsv1alpha1.BackupManifest) step.Report {
+func inspected(m driverv1alpha1.BackupManifest) step.Report {
 	return step.NewReport(m, nil)
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
@@ -22,19 +22,19 @@ const (
 // returning and vanishing. A count or a name missing from a list that was
 // cut is unknown, never a zero (manifest.CompareTotals): such a resource
 // is left out, and so are the names, and Truncated says so.
-func compare(rep *backupsv1alpha1.RehearsalReport, now, after *backupsv1alpha1.BackupManifest) {
+func compare(rep *driverv1alpha1.RehearsalReport, now, after *driverv1alpha1.BackupManifest) {
 	rep.Truncated = after.Truncated
 	if now == nil {
 		return
 	}
 	t := manifest.CompareTotals(now, after)
-	var changes []backupsv1alpha1.CountChange
+	var changes []driverv1alpha1.CountChange
 	for _, c := range t.Resources {
 		switch {
 		case c.Delta == nil:
 			rep.Truncated = true
 		case *c.Delta != 0:
-			changes = append(changes, backupsv1alpha1.CountChange{Name: c.Name, Before: *c.From, After: *c.To})
+			changes = append(changes, driverv1alpha1.CountChange{Name: c.Name, Before: *c.From, After: *c.To})
 		}
 	}
 	if len(changes) > maxChanges {
@@ -56,12 +56,12 @@ func compare(rep *backupsv1alpha1.RehearsalReport, now, after *backupsv1alpha1.B
 
 // newReport is the RestoreJob's report of a rehearsal that read back
 // report r against the live cluster's manifest now (nil: unread).
-func newReport(now *backupsv1alpha1.BackupManifest, revisionBefore int64, r step.Report) backupsv1alpha1.RehearsalReport {
-	rep := backupsv1alpha1.RehearsalReport{RevisionBefore: revisionBefore, RevisionAfter: r.Revision, KeysAfter: r.Keys}
+func newReport(now *driverv1alpha1.BackupManifest, revisionBefore int64, r step.Report) driverv1alpha1.RehearsalReport {
+	rep := driverv1alpha1.RehearsalReport{RevisionBefore: revisionBefore, RevisionAfter: r.Revision, KeysAfter: r.Keys}
 	if now != nil {
 		rep.KeysBefore = now.Keys
 	}
-	compare(&rep, now, &backupsv1alpha1.BackupManifest{Keys: r.Keys, Keyspaces: r.Keyspaces, Truncated: r.Truncated})
+	compare(&rep, now, &driverv1alpha1.BackupManifest{Keys: r.Keys, Keyspaces: r.Keyspaces, Truncated: r.Truncated})
 	return rep
 }
 
@@ -73,7 +73,7 @@ const countsLost = "the live counts by resource were lost with a driver restart 
 // summary says in one sentence what a restore would change, e.g. "a
 // restore would bring back namespaces a, b; pods 12 → 30; revision 1500 →
 // 11500".
-func summary(rep backupsv1alpha1.RehearsalReport, liveUnread string) string {
+func summary(rep driverv1alpha1.RehearsalReport, liveUnread string) string {
 	var parts []string
 	if len(rep.NamespacesReturning) > 0 {
 		parts = append(parts, "bring back namespaces "+strings.Join(rep.NamespacesReturning, ", "))

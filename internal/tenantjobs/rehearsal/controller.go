@@ -37,7 +37,7 @@ type CensusReader interface {
 // Reconciler drives dry-run RestoreJobs of the Etcd strategy.
 type Reconciler struct {
 	// Client writes: the RestoreJob's status and record annotation, the
-	// Job, the Backup's status.lastRehearsal.
+	// Job, the Backup's status.underlyingResources.lastRehearsal.
 	Client ctrl.Client
 	// Reader is the manager's cache (RestoreJobs, Backups, strategies,
 	// EtcdClusters).

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
@@ -40,7 +40,7 @@ func twoControlPlanes() *manifest.Counter {
 func TestACutReportIsNoChange(t *testing.T) {
 	live := twoControlPlanes()
 	ks, cut := live.Keyspaces()
-	now := &backupsv1alpha1.BackupManifest{Keys: live.Keys(), Keyspaces: ks, Truncated: cut}
+	now := &driverv1alpha1.BackupManifest{Keys: live.Keys(), Keyspaces: ks, Truncated: cut}
 	booted := twoControlPlanes()
 	bks, bcut := booted.Keyspaces()
 	line := step.Report{Envelope: report.Envelope{Outcome: step.OutcomeRehearsed, Reason: step.ReasonRehearsed}, Revision: 2000, CompactedRevision: 2000,

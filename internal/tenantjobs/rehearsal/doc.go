@@ -12,7 +12,7 @@
 // on loopback inside the Pod, reads it back and reports what it holds. It
 // then reports on the RestoreJob what a real restore would change
 // (compared by internal/manifest's one rule for a list that was cut) and
-// records the outcome on the Backup (status.lastRehearsal). Cozystack's
+// records the outcome on the Backup (status.underlyingResources.lastRehearsal). Cozystack's
 // RestoreJob CRD serves no status field for the report: the rehearsal's
 // start (the live revision, the Job's floor) and its report live in the
 // driver's signed annotation (internal/rehearsalrecord, start.go), the
@@ -23,7 +23,8 @@
 // A rehearsal changes nothing live: no claim, no safety snapshot, no
 // fence, no HelmRelease suspension, no EtcdCluster write. Its only writes
 // are the RestoreJob's status and its record annotation, the rehearsal
-// Job, the Backup's status.lastRehearsal and Events. internal/restore
+// Job, the Backup's
+// status.underlyingResources.lastRehearsal and Events. internal/restore
 // ignores dry runs. The Pod has no service account token and no
 // credentials but the bucket's read keys, and works in an emptyDir.
 //

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -20,7 +21,7 @@ import (
 func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup,
 	rec rehearsalrecord.Record, rep step.Report) error {
 	c, _, counted := r.census(rj)
-	var now *backupsv1alpha1.BackupManifest
+	var now *driverv1alpha1.BackupManifest
 	live := rec.LiveUnread
 	switch {
 	case rec.RevisionBefore == 0:
@@ -48,15 +49,16 @@ func (r *Reconciler) fail(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b
 	return r.finish(ctx, rj, b, rec, false, ref.reason, ref.message)
 }
 
-// finish records the outcome on the Backup (status.lastRehearsal) and the
-// report in the RestoreJob's record, and then ends the RestoreJob; a crash
-// in between records them again.
+// finish records the outcome on the Backup
+// (status.underlyingResources.lastRehearsal) and the report in the
+// RestoreJob's record, and then ends the RestoreJob; a crash in between
+// records them again.
 func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup,
 	rec *rehearsalrecord.Record, ok bool, reason backupsv1alpha1.RestoreReason, msg string) error {
 	msg = textlimit.Cut(msg, 1024)
 	now := metav1.NewTime(r.now())
 	if b != nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
-		if err := r.recordOnBackup(ctx, b, &backupsv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}); err != nil {
+		if err := r.recordOnBackup(ctx, b, &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}); err != nil {
 			return err
 		}
 	}

@@ -218,7 +218,7 @@ func readyOf(rj *backupsv1alpha1.RestoreJob) metav1.Condition {
 }
 
 // reportOf is rj's report, from the driver's record on it (verified).
-func reportOf(t *testing.T, rj *backupsv1alpha1.RestoreJob) *backupsv1alpha1.RehearsalReport {
+func reportOf(t *testing.T, rj *backupsv1alpha1.RestoreJob) *driverv1alpha1.RehearsalReport {
 	t.Helper()
 	rec, ok, ignored, err := rehearsalrecord.Read(context.Background(), testKeys, rj)
 	if err != nil || !ok || rec.Report == nil {
@@ -233,7 +233,7 @@ func keyedJobName(rj *backupsv1alpha1.RestoreJob) string {
 	return tenantjobs.KeyedName("etcd-rehearsal-", key, "etcd-backup-driver rehearsal job", rj.UID)
 }
 
-func changeOf(rep *backupsv1alpha1.RehearsalReport, name string) *backupsv1alpha1.CountChange {
+func changeOf(rep *driverv1alpha1.RehearsalReport, name string) *driverv1alpha1.CountChange {
 	for i := range rep.Resources {
 		if rep.Resources[i].Name == name {
 			return &rep.Resources[i]

@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
@@ -195,10 +197,11 @@ func condition(ok bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
-// recordOnBackup writes status.lastRehearsal of the Backup (which has no
+// recordOnBackup records rec as the Backup's last rehearsal in its
+// status.underlyingResources (artifact.SetLastRehearsal; the Backup has no
 // status subresource), read live and patched with an optimistic lock:
-// nothing else of it (its spec, its signature) changes.
-func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Backup, rec *backupsv1alpha1.RehearsalRecord) error {
+// nothing else of it (its spec, its signature, its other records) changes.
+func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Backup, rec *driverv1alpha1.RehearsalRecord) error {
 	live := &backupsv1alpha1.Backup{}
 	if err := r.LiveReader.Get(ctx, client.ObjectKeyFromObject(b), live); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -210,7 +213,9 @@ func (r *Reconciler) recordOnBackup(ctx context.Context, b *backupsv1alpha1.Back
 		return nil
 	}
 	base := live.DeepCopy()
-	live.Status.LastRehearsal = rec
+	if err := artifact.SetLastRehearsal(live, rec); err != nil {
+		return err
+	}
 	if err := r.Client.Patch(ctx, live, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("record the rehearsal on Backup %s/%s: %w", b.Namespace, b.Name, err)
 	}

@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
@@ -82,8 +84,8 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	rep := reportOf(t, rj)
 	g.Expect(rep.NamespacesReturning).To(Equal([]string{"b", "c"}))
 	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
-	g.Expect(changeOf(rep, "pods")).To(Equal(&backupsv1alpha1.CountChange{Name: "pods", Before: 5, After: 9}))
-	g.Expect(changeOf(rep, "namespaces")).To(Equal(&backupsv1alpha1.CountChange{Name: "namespaces", Before: 1, After: 3}))
+	g.Expect(changeOf(rep, "pods")).To(Equal(&driverv1alpha1.CountChange{Name: "pods", Before: 5, After: 9}))
+	g.Expect(changeOf(rep, "namespaces")).To(Equal(&driverv1alpha1.CountChange{Name: "namespaces", Before: 1, After: 3}))
 	g.Expect(changeOf(rep, "configmaps")).To(BeNil(), "an unchanged count is not listed")
 	g.Expect(rep.Resources[0].Name).To(Equal("pods"), "largest change first")
 	g.Expect(rep.KeysBefore).To(Equal(int64(7)))
@@ -122,9 +124,9 @@ func TestDryRunReportsDeletedNamespacesComingBackAndChangesNothing(t *testing.T)
 	// The Backup records it; its signature still verifies.
 	got := &backupsv1alpha1.Backup{}
 	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed())
-	g.Expect(got.Status.LastRehearsal).NotTo(BeNil())
-	g.Expect(got.Status.LastRehearsal.Succeeded).To(BeTrue())
-	g.Expect(got.Status.LastRehearsal.RestoreJob).To(Equal("rehearse"))
+	g.Expect(artifact.LastRehearsal(got)).NotTo(BeNil())
+	g.Expect(artifact.LastRehearsal(got).Succeeded).To(BeTrue())
+	g.Expect(artifact.LastRehearsal(got).RestoreJob).To(Equal("rehearse"))
 	v, err := provenance.Verify(ctx, testKeys, got)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(v.Verified).To(BeTrue(), v.Message)
@@ -158,8 +160,8 @@ func TestDryRunOfACorruptedObjectFails(t *testing.T) {
 	g.Expect(rj.Status.Message).To(ContainSubstring("sha256 differs from the recorded checksum"))
 	got := &backupsv1alpha1.Backup{}
 	g.Expect(k.Get(ctx, client.ObjectKeyFromObject(b), got)).To(Succeed())
-	g.Expect(got.Status.LastRehearsal).NotTo(BeNil())
-	g.Expect(got.Status.LastRehearsal.Succeeded).To(BeFalse())
+	g.Expect(artifact.LastRehearsal(got)).NotTo(BeNil())
+	g.Expect(artifact.LastRehearsal(got).Succeeded).To(BeFalse())
 	g.Eventually(func() []string {
 		var evs corev1.EventList
 		_ = k.List(ctx, &evs, client.InNamespace(ns))
@@ -191,8 +193,8 @@ func TestLookAlikeJobIsNotRead(t *testing.T) {
 	create(t, rj)
 	yes := true
 	forged := step.Report{Envelope: report.Envelope{Outcome: step.OutcomeRehearsed, Reason: step.ReasonRehearsed}, Revision: 7, CompactedRevision: 7, Keys: 424242,
-		Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 424242, Namespaces: 1, NamespaceNames: []string{"forged"},
-			Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 424241}, {Name: "namespaces", Count: 1}}}}}
+		Keyspaces: []driverv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 424242, Namespaces: 1, NamespaceNames: []string{"forged"},
+			Resources: []driverv1alpha1.ObjectCount{{Name: "pods", Count: 424241}, {Name: "namespaces", Count: 1}}}}}
 	fake := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-rehearsal-lookalike", Labels: Labels(string(rj.UID)),
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: backupsv1alpha1.GroupVersion.String(), Kind: "RestoreJob", Name: rj.Name, UID: rj.UID, Controller: &yes}}},

@@ -73,7 +73,7 @@ func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan)
 // signed that manifest for b, else 0. (Where the manifest is kept on a
 // Backup is read here only.)
 func (r *Reconciler) signedRevision(ctx context.Context, b *backupsv1alpha1.Backup) (int64, error) {
-	m := b.Status.Manifest
+	m := artifact.Manifest(b)
 	if m == nil || m.Revision <= 0 {
 		return 0, nil
 	}

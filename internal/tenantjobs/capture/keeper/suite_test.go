@@ -124,9 +124,9 @@ func (h *harness) backupOf(plan, name string, min int, rev int64) *backupsv1alph
 				Checksum: "sha256:" + strings.Repeat("ab", 32)}},
 	}
 	h.g.Expect(provenance.Seal(h.ctx, testKeys, b)).To(Succeed())
-	m := backupsv1alpha1.BackupManifest{Revision: rev, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.NewTime(t0)}
+	m := driverv1alpha1.BackupManifest{Revision: rev, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.NewTime(t0)}
 	h.g.Expect(provenance.SealManifest(h.ctx, testKeys, b, &m)).To(Succeed())
-	b.Status.Manifest = &m
+	h.g.Expect(artifact.SetManifest(b, &m)).To(Succeed())
 	h.g.Expect(env.Client.Create(h.ctx, b)).To(Succeed())
 	return b
 }

@@ -8,7 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -24,17 +24,17 @@ import (
 // adds, a tombstone removes), so memory grows with the live keys, not with
 // the history. Bytes that are not etcd's layout are s3object.ErrCorrupt;
 // failures of this machine (open, lock, read) are stagingstep.LocalError.
-func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
+func InspectFile(path string) (driverv1alpha1.BackupManifest, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, stagingstep.LocalError(fmt.Errorf("stat the snapshot's database: %w", err))
+		return driverv1alpha1.BackupManifest{}, stagingstep.LocalError(fmt.Errorf("stat the snapshot's database: %w", err))
 	}
 	db, err := bolt.Open(path, 0o400, &bolt.Options{ReadOnly: true, Timeout: stagingstep.OpenTimeout()})
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, stagingstep.DatabaseError("open the snapshot's database", err)
+		return driverv1alpha1.BackupManifest{}, stagingstep.DatabaseError("open the snapshot's database", err)
 	}
 	defer db.Close()
-	m := backupsv1alpha1.BackupManifest{DBSizeBytes: st.Size()}
+	m := driverv1alpha1.BackupManifest{DBSizeBytes: st.Size()}
 	counter := manifest.NewCounter()
 	err = readGuarded(db, func(tx *bolt.Tx) error {
 		keys, meta, err := stagingstep.Buckets(tx)
@@ -56,7 +56,7 @@ func InspectFile(path string) (backupsv1alpha1.BackupManifest, error) {
 		return nil
 	})
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, stagingstep.DatabaseError("read the snapshot's database", err)
+		return driverv1alpha1.BackupManifest{}, stagingstep.DatabaseError("read the snapshot's database", err)
 	}
 	m.Keys = counter.Keys()
 	m.Keyspaces, m.Truncated = counter.Keyspaces()

@@ -16,7 +16,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -72,25 +72,25 @@ func TestInspectFileCountsARealSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := os.Stat(db)
-	want := backupsv1alpha1.BackupManifest{
+	want := driverv1alpha1.BackupManifest{
 		Revision: head, CompactedRevision: compacted, Keys: 20, DBSizeBytes: st.Size(),
-		Keyspaces: []backupsv1alpha1.KeyspaceManifest{{
+		Keyspaces: []driverv1alpha1.KeyspaceManifest{{
 			Prefix: "/registry", Objects: 12, Namespaces: 4,
-			Resources: []backupsv1alpha1.ObjectCount{
+			Resources: []driverv1alpha1.ObjectCount{
 				{Name: "namespaces", Count: 4}, {Name: "pods", Count: 4}, {Name: "example.com/widgets", Count: 2},
 				{Name: "minions", Count: 1}, {Name: "services/specs", Count: 1},
 			},
-			TopNamespaces:  []backupsv1alpha1.ObjectCount{{Name: "a", Count: 3}, {Name: "b", Count: 2}, {Name: "d", Count: 1}, {Name: "default", Count: 1}},
+			TopNamespaces:  []driverv1alpha1.ObjectCount{{Name: "a", Count: 3}, {Name: "b", Count: 2}, {Name: "d", Count: 1}, {Name: "default", Count: 1}},
 			NamespaceNames: []string{"a", "b", "d", "default"},
 		}, {
 			Prefix: "/t1_cp1", Objects: 5, Namespaces: 2,
-			Resources:      []backupsv1alpha1.ObjectCount{{Name: "pods", Count: 3}, {Name: "namespaces", Count: 2}},
-			TopNamespaces:  []backupsv1alpha1.ObjectCount{{Name: "x", Count: 3}},
+			Resources:      []driverv1alpha1.ObjectCount{{Name: "pods", Count: 3}, {Name: "namespaces", Count: 2}},
+			TopNamespaces:  []driverv1alpha1.ObjectCount{{Name: "x", Count: 3}},
 			NamespaceNames: []string{"default", "x"},
 		}, {
 			Prefix: "/t2_cp2", Objects: 2, Namespaces: 1,
-			Resources:      []backupsv1alpha1.ObjectCount{{Name: "configmaps", Count: 1}, {Name: "namespaces", Count: 1}},
-			TopNamespaces:  []backupsv1alpha1.ObjectCount{{Name: "default", Count: 1}},
+			Resources:      []driverv1alpha1.ObjectCount{{Name: "configmaps", Count: 1}, {Name: "namespaces", Count: 1}},
+			TopNamespaces:  []driverv1alpha1.ObjectCount{{Name: "default", Count: 1}},
 			NamespaceNames: []string{"default"},
 		}},
 	}

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -80,7 +80,7 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 // code for it.
 func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
 	o, err := Parse(args, stderr)
-	var m backupsv1alpha1.BackupManifest
+	var m driverv1alpha1.BackupManifest
 	if err == nil {
 		m, err = run(ctx, o, env)
 	}
@@ -95,15 +95,15 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 // downloadPrefix names the downloaded database in the work dir.
 const downloadPrefix = ".inspect-"
 
-func run(ctx context.Context, o Options, env func(string) string) (backupsv1alpha1.BackupManifest, error) {
+func run(ctx context.Context, o Options, env func(string) string) (driverv1alpha1.BackupManifest, error) {
 	r, err := stagingstep.Fetch(ctx, o.Source, env)
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, err
+		return driverv1alpha1.BackupManifest{}, err
 	}
 	path, err := stagingstep.Download(r, o.Size, o.SHA256, o.WorkDir, downloadPrefix)
 	r.Close()
 	if err != nil {
-		return backupsv1alpha1.BackupManifest{}, err
+		return driverv1alpha1.BackupManifest{}, err
 	}
 	m, err := InspectFile(path)
 	if rerr := os.Remove(path); err == nil && rerr != nil {

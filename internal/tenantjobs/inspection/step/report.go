@@ -3,7 +3,7 @@ package step
 import (
 	"fmt"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -26,11 +26,11 @@ type Report struct {
 	report.Envelope
 	// Manifest is set exactly when Outcome is OutcomeInspected. Its
 	// InspectedAt and Signature are left empty: the driver sets them.
-	Manifest *backupsv1alpha1.BackupManifest `json:"manifest,omitempty"`
+	Manifest *driverv1alpha1.BackupManifest `json:"manifest,omitempty"`
 }
 
 // NewReport is the report of a run that returned m and err.
-func NewReport(m backupsv1alpha1.BackupManifest, err error) Report {
+func NewReport(m driverv1alpha1.BackupManifest, err error) Report {
 	if err == nil {
 		r := Report{Envelope: report.Envelope{Outcome: OutcomeInspected, Reason: ReasonInspected}, Manifest: &m}
 		r.Message = fmt.Sprintf("inspected at revision %d (compacted up to %d): %d keys, %d Kubernetes keyspaces", m.Revision, m.CompactedRevision, m.Keys, len(m.Keyspaces))
@@ -87,7 +87,7 @@ func (r Report) ExitCode() int { return report.ExitCode(&r) }
 func (r Report) Line() string {
 	if r.Manifest != nil {
 		m := *r.Manifest
-		m.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), m.Keyspaces...)
+		m.Keyspaces = append([]driverv1alpha1.KeyspaceManifest(nil), m.Keyspaces...)
 		r.Manifest = &m
 	}
 	return report.Line(&r)
@@ -97,7 +97,7 @@ func (r Report) Line() string {
 func ParseReport(s string) (Report, error) { return report.Read[Report](s) }
 
 // checkManifest refuses values no inspection produces.
-func checkManifest(m *backupsv1alpha1.BackupManifest) error {
+func checkManifest(m *driverv1alpha1.BackupManifest) error {
 	switch {
 	case !m.InspectedAt.IsZero() || m.Signature != "":
 		return fmt.Errorf("carries inspectedAt or a signature, which only the driver sets")

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -14,21 +14,21 @@ import (
 
 // fullManifest is the largest manifest a Counter makes: every list at its
 // bound, every name at ManifestMaxName bytes.
-func fullManifest() backupsv1alpha1.BackupManifest {
+func fullManifest() driverv1alpha1.BackupManifest {
 	name := func(kind string, i int) string {
 		s := fmt.Sprintf("%s-%02d-", kind, i)
-		return s + strings.Repeat("x", backupsv1alpha1.ManifestMaxName-len(s))
+		return s + strings.Repeat("x", driverv1alpha1.ManifestMaxName-len(s))
 	}
-	m := backupsv1alpha1.BackupManifest{Revision: 1000, CompactedRevision: 900, Keys: 100000, DBSizeBytes: 1 << 30}
-	for k := range backupsv1alpha1.ManifestMaxKeyspaces {
-		ks := backupsv1alpha1.KeyspaceManifest{Prefix: "/" + name("p", k)[1:], Objects: 20000, Namespaces: 16}
-		for i := range backupsv1alpha1.ManifestMaxResources {
-			ks.Resources = append(ks.Resources, backupsv1alpha1.ObjectCount{Name: name("r", i), Count: int64(1000 - i)})
+	m := driverv1alpha1.BackupManifest{Revision: 1000, CompactedRevision: 900, Keys: 100000, DBSizeBytes: 1 << 30}
+	for k := range driverv1alpha1.ManifestMaxKeyspaces {
+		ks := driverv1alpha1.KeyspaceManifest{Prefix: "/" + name("p", k)[1:], Objects: 20000, Namespaces: 16}
+		for i := range driverv1alpha1.ManifestMaxResources {
+			ks.Resources = append(ks.Resources, driverv1alpha1.ObjectCount{Name: name("r", i), Count: int64(1000 - i)})
 		}
-		for i := range backupsv1alpha1.ManifestMaxNamespaces {
-			ks.TopNamespaces = append(ks.TopNamespaces, backupsv1alpha1.ObjectCount{Name: name("n", i), Count: int64(500 - i)})
+		for i := range driverv1alpha1.ManifestMaxNamespaces {
+			ks.TopNamespaces = append(ks.TopNamespaces, driverv1alpha1.ObjectCount{Name: name("n", i), Count: int64(500 - i)})
 		}
-		for i := range 2 * backupsv1alpha1.ManifestMaxNamespaces {
+		for i := range 2 * driverv1alpha1.ManifestMaxNamespaces {
 			ks.NamespaceNames = append(ks.NamespaceNames, name("n", i))
 		}
 		m.Keyspaces = append(m.Keyspaces, ks)
@@ -69,12 +69,12 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 		t.Fatalf("Line changed the report's manifest")
 	}
 
-	small := NewReport(backupsv1alpha1.BackupManifest{Revision: 5, Keys: 3, DBSizeBytes: 20480, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{
-		Prefix: "/registry", Objects: 2, Namespaces: 1, Resources: []backupsv1alpha1.ObjectCount{{Name: "namespaces", Count: 1}}, NamespaceNames: []string{"default"}}}}, nil)
+	small := NewReport(driverv1alpha1.BackupManifest{Revision: 5, Keys: 3, DBSizeBytes: 20480, Keyspaces: []driverv1alpha1.KeyspaceManifest{{
+		Prefix: "/registry", Objects: 2, Namespaces: 1, Resources: []driverv1alpha1.ObjectCount{{Name: "namespaces", Count: 1}}, NamespaceNames: []string{"default"}}}}, nil)
 	if got, err := ParseReport(small.Line()); err != nil || !reflect.DeepEqual(got, small) || got.Manifest.Truncated {
 		t.Fatalf("a small report does not round-trip: %+v, %v", got, err)
 	}
-	refused := NewReport(backupsv1alpha1.BackupManifest{}, fmt.Errorf("%w: %s", s3object.ErrCorrupt, strings.Repeat("x", 5000)))
+	refused := NewReport(driverv1alpha1.BackupManifest{}, fmt.Errorf("%w: %s", s3object.ErrCorrupt, strings.Repeat("x", 5000)))
 	if refused.Outcome != report.Refused || refused.Reason != stagingstep.ReasonArtifactCorrupt || refused.ExitCode() != report.ExitRefused || refused.Manifest != nil {
 		t.Fatalf("a corrupt object reports %+v", refused)
 	}
@@ -89,8 +89,8 @@ func TestReportLineFitsTheTerminationMessage(t *testing.T) {
 		t.Fatalf("a message of control characters makes a %d-byte report", len(line))
 	} else if got, err := ParseReport(line); err != nil {
 		t.Fatal(err)
-	} else if len(got.Manifest.Keyspaces) != backupsv1alpha1.ManifestMaxKeyspaces {
-		t.Fatalf("the message's escapes cost %d of the %d keyspaces", backupsv1alpha1.ManifestMaxKeyspaces-len(got.Manifest.Keyspaces), backupsv1alpha1.ManifestMaxKeyspaces)
+	} else if len(got.Manifest.Keyspaces) != driverv1alpha1.ManifestMaxKeyspaces {
+		t.Fatalf("the message's escapes cost %d of the %d keyspaces", driverv1alpha1.ManifestMaxKeyspaces-len(got.Manifest.Keyspaces), driverv1alpha1.ManifestMaxKeyspaces)
 	}
 }
 
@@ -130,8 +130,8 @@ func TestParseReportRefusesHostileMessages(t *testing.T) {
 		"compacted above":       swap(`"revision":9`, `"revision":9,"compactedRevision":10`),
 		"signed by the Pod":     swap(`"keys":3`, `"keys":3,"signature":"abc"`),
 		"dated by the Pod":      swap(`"inspectedAt":null`, `"inspectedAt":"2026-01-01T00:00:00Z"`),
-		"too many resources":    longList("resources", backupsv1alpha1.ManifestMaxResources+1),
-		"too many namespaces":   longList("topNamespaces", backupsv1alpha1.ManifestMaxNamespaces+1),
+		"too many resources":    longList("resources", driverv1alpha1.ManifestMaxResources+1),
+		"too many namespaces":   longList("topNamespaces", driverv1alpha1.ManifestMaxNamespaces+1),
 		"long name":             swap(`"name":"namespaces"`, `"name":"`+strings.Repeat("n", 64)+`"`),
 		"empty name":            swap(`"name":"namespaces"`, `"name":""`),
 		"prefix not a path":     swap(`"prefix":"/registry"`, `"prefix":"registry"`),

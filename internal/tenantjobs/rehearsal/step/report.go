@@ -3,7 +3,7 @@ package step
 import (
 	"fmt"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/manifest"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -44,7 +44,7 @@ type Report struct {
 	Keys int64 `json:"keys,omitempty"`
 	// Keyspaces are the Kubernetes keyspaces the walk counted, largest
 	// first, cut to fit report.MaxLine.
-	Keyspaces []backupsv1alpha1.KeyspaceManifest `json:"keyspaces,omitempty"`
+	Keyspaces []driverv1alpha1.KeyspaceManifest `json:"keyspaces,omitempty"`
 	// Truncated is true when lists were cut (by the counter's bounds or to
 	// fit the termination message).
 	Truncated bool `json:"truncated,omitempty"`
@@ -97,7 +97,7 @@ func (r Report) ExitCode() int { return report.ExitCode(&r) }
 // report.MaxLine bytes (report.Line); the report's own lists are left as
 // they are.
 func (r Report) Line() string {
-	r.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), r.Keyspaces...)
+	r.Keyspaces = append([]driverv1alpha1.KeyspaceManifest(nil), r.Keyspaces...)
 	return report.Line(&r)
 }
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -39,16 +39,16 @@ func TestArgsRoundTrip(t *testing.T) {
 
 // fullKeyspace is a keyspace with every list at its bound and every name
 // at its longest.
-func fullKeyspace(i int) backupsv1alpha1.KeyspaceManifest {
+func fullKeyspace(i int) driverv1alpha1.KeyspaceManifest {
 	name := func(p string, j int) string { return fmt.Sprintf("%s%02d-%s", p, j, strings.Repeat("x", 58)) }
-	k := backupsv1alpha1.KeyspaceManifest{Prefix: fmt.Sprintf("/ns_%d", i), Objects: 1 << 40, Namespaces: 16}
-	for j := range backupsv1alpha1.ManifestMaxResources {
-		k.Resources = append(k.Resources, backupsv1alpha1.ObjectCount{Name: name("r", j), Count: 1 << 30})
+	k := driverv1alpha1.KeyspaceManifest{Prefix: fmt.Sprintf("/ns_%d", i), Objects: 1 << 40, Namespaces: 16}
+	for j := range driverv1alpha1.ManifestMaxResources {
+		k.Resources = append(k.Resources, driverv1alpha1.ObjectCount{Name: name("r", j), Count: 1 << 30})
 	}
-	for j := range backupsv1alpha1.ManifestMaxNamespaces {
-		k.TopNamespaces = append(k.TopNamespaces, backupsv1alpha1.ObjectCount{Name: name("n", j), Count: 1 << 30})
+	for j := range driverv1alpha1.ManifestMaxNamespaces {
+		k.TopNamespaces = append(k.TopNamespaces, driverv1alpha1.ObjectCount{Name: name("n", j), Count: 1 << 30})
 	}
-	for j := range 2 * backupsv1alpha1.ManifestMaxNamespaces {
+	for j := range 2 * driverv1alpha1.ManifestMaxNamespaces {
 		k.NamespaceNames = append(k.NamespaceNames, name("n", j))
 	}
 	return k
@@ -60,7 +60,7 @@ func fullKeyspace(i int) backupsv1alpha1.KeyspaceManifest {
 // anything malformed, oversized or beyond the manifest's bounds.
 func TestReportFitsAndParsesStrictly(t *testing.T) {
 	r := Report{Envelope: report.Envelope{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed, Message: strings.Repeat("é", 3000)}, Revision: 10, CompactedRevision: 10, Keys: 5}
-	for i := range backupsv1alpha1.ManifestMaxKeyspaces {
+	for i := range driverv1alpha1.ManifestMaxKeyspaces {
 		r.Keyspaces = append(r.Keyspaces, fullKeyspace(i))
 	}
 	line := r.Line()
@@ -75,22 +75,22 @@ func TestReportFitsAndParsesStrictly(t *testing.T) {
 		t.Fatalf("cut report %+v", got)
 	}
 	for _, k := range got.Keyspaces {
-		if n := len(k.NamespaceNames); n != 0 && n != 2*backupsv1alpha1.ManifestMaxNamespaces {
+		if n := len(k.NamespaceNames); n != 0 && n != 2*driverv1alpha1.ManifestMaxNamespaces {
 			t.Fatalf("keyspace %s keeps %d of 16 namespace names", k.Prefix, n)
 		}
 	}
-	if len(r.Keyspaces[0].Resources) != backupsv1alpha1.ManifestMaxResources {
+	if len(r.Keyspaces[0].Resources) != driverv1alpha1.ManifestMaxResources {
 		t.Fatal("Line cut the caller's lists")
 	}
 
-	small := Report{Envelope: report.Envelope{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed}, Revision: 10, CompactedRevision: 10, Keyspaces: []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 1}}}
+	small := Report{Envelope: report.Envelope{Outcome: OutcomeRehearsed, Reason: ReasonRehearsed}, Revision: 10, CompactedRevision: 10, Keyspaces: []driverv1alpha1.KeyspaceManifest{{Prefix: "/registry", Objects: 1}}}
 	if got, err := ParseReport(small.Line()); err != nil || !reflect.DeepEqual(got, small) {
 		t.Fatalf("ParseReport(small) = %+v, %v", got, err)
 	}
 	tooMany := small
-	tooMany.Keyspaces = make([]backupsv1alpha1.KeyspaceManifest, 5)
+	tooMany.Keyspaces = make([]driverv1alpha1.KeyspaceManifest, 5)
 	negative := small
-	negative.Keyspaces = []backupsv1alpha1.KeyspaceManifest{{Prefix: "/registry", Resources: []backupsv1alpha1.ObjectCount{{Name: "pods", Count: -1}}}}
+	negative.Keyspaces = []driverv1alpha1.KeyspaceManifest{{Prefix: "/registry", Resources: []driverv1alpha1.ObjectCount{{Name: "pods", Count: -1}}}}
 	for _, bad := range []string{
 		"", "panic: boom", `{"outcome":"Rehearsed","reason":"Rehearsed"}`,
 		`{"outcome":"Rehearsed","reason":"Rehearsed","revision":5,"compactedRevision":6}`,
@@ -108,7 +108,7 @@ func TestReportFitsAndParsesStrictly(t *testing.T) {
 
 // mustMarshal is r's JSON without Line's cutting.
 func mustMarshal(r Report) string {
-	r.Keyspaces = append([]backupsv1alpha1.KeyspaceManifest(nil), r.Keyspaces...)
+	r.Keyspaces = append([]driverv1alpha1.KeyspaceManifest(nil), r.Keyspaces...)
 	b, err := json.Marshal(r)
 	if err != nil {
 		panic(err)

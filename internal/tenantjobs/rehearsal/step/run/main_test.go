@@ -18,7 +18,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -193,7 +193,7 @@ func sortedCopy(s []string) []string {
 	return s
 }
 
-func countOf(cs []backupsv1alpha1.ObjectCount, name string) int64 {
+func countOf(cs []driverv1alpha1.ObjectCount, name string) int64 {
 	for _, c := range cs {
 		if c.Name == name {
 			return c.Count

@@ -4,6 +4,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// The driver's records about a Backup. Cozystack's Backup CRD serves no
+// field of the driver's, so they live in the Backup's
+// status.underlyingResources (a preserve-unknown, self-typed object: the
+// EtcdBackupSnapshot both Etcd drivers write, which the peer decodes with
+// json.Unmarshal and so reads past them), beside the peer's kind,
+// apiVersion, destination and parameters: BackupRecordManifest holds the
+// manifest, BackupRecordLastRehearsal the last rehearsal,
+// BackupRecordInspectionRetry an inspection to try again
+// (InspectionRetry). internal/artifact
+// is their one reader and writer. These types are not a kind: nothing but
+// the driver validates them, and it reads them as what a tenant may have
+// written (the manifest is signed, internal/provenance).
+
+// Members of a Backup's status.underlyingResources that are the driver's.
+const (
+	BackupRecordManifest        = "manifest"
+	BackupRecordLastRehearsal   = "lastRehearsal"
+	BackupRecordInspectionRetry = "inspectionRetry"
+)
+
 // Bounds of a manifest: it lives in the Backup's status and travels from
 // the inspection Pod in its termination message (at most 4096 bytes), so
 // every list is short and cut to its largest entries.
@@ -32,7 +52,6 @@ type BackupManifest struct {
 	// Revision is the revision the snapshot restores at.
 	Revision int64 `json:"revision"`
 	// CompactedRevision is the snapshot's compaction mark (0: none).
-	// +optional
 	CompactedRevision int64 `json:"compactedRevision,omitempty"`
 	// Keys is how many keys the snapshot holds at its revision (deleted
 	// keys not counted).
@@ -42,14 +61,10 @@ type BackupManifest struct {
 	DBSizeBytes int64 `json:"dbSizeBytes"`
 	// Keyspaces are the Kubernetes keyspaces found, largest first. Empty
 	// when the snapshot holds no Kubernetes.
-	// +optional
-	// +kubebuilder:validation:MaxItems=4
 	Keyspaces []KeyspaceManifest `json:"keyspaces,omitempty"`
 	// Truncated is true when lists were cut to their bounds.
-	// +optional
 	Truncated bool `json:"truncated,omitempty"`
 	// Signature binds the manifest to the Backup's provenance signature.
-	// +optional
 	Signature string `json:"signature,omitempty"`
 }
 
@@ -58,7 +73,6 @@ type KeyspaceManifest struct {
 	// Prefix is the keyspace's etcd prefix: "/registry" for a
 	// kube-apiserver with the default --etcd-prefix, "/<ns>_<name>" for a
 	// Kamaji control plane on a shared DataStore.
-	// +kubebuilder:validation:MaxLength=64
 	Prefix string `json:"prefix"`
 	// Objects is how many objects the keyspace holds.
 	Objects int64 `json:"objects"`
@@ -66,24 +80,17 @@ type KeyspaceManifest struct {
 	Namespaces int64 `json:"namespaces"`
 	// Resources counts objects per resource ("pods", "deployments",
 	// "apps.example.com/widgets"), largest first.
-	// +optional
-	// +kubebuilder:validation:MaxItems=24
 	Resources []ObjectCount `json:"resources,omitempty"`
 	// TopNamespaces counts namespaced objects per namespace, largest first.
-	// +optional
-	// +kubebuilder:validation:MaxItems=8
 	TopNamespaces []ObjectCount `json:"topNamespaces,omitempty"`
 	// NamespaceNames lists every namespace when there are at most
 	// ManifestMaxNamespaces*2 of them, so a comparison can say which
 	// disappeared; empty (with Namespaces set) when there are more.
-	// +optional
-	// +kubebuilder:validation:MaxItems=16
 	NamespaceNames []string `json:"namespaceNames,omitempty"`
 }
 
 // ObjectCount is a name and how many objects it has.
 type ObjectCount struct {
-	// +kubebuilder:validation:MaxLength=63
 	Name  string `json:"name"`
 	Count int64  `json:"count"`
 }
@@ -94,13 +101,37 @@ type ObjectCount struct {
 // annotation is how a person says the drop was intended.
 const ContentDropHoldAnnotation = "backups.cozystack.io/held-for-content-drop"
 
+// ContentDropHoldMarkAnnotation carries the driver's signature of its
+// ContentDropHoldAnnotation (internal/contentdrop: Hold, HeldByDriver):
+// retention keeps any held Backup, but what a platform alert counts (the
+// held-for-content-drop gauge) is only a hold the driver placed, since a
+// tenant can write annotations.
+const ContentDropHoldMarkAnnotation = "etcd-backup-driver.cozystack.io/held-for-content-drop-mark"
+
+// InspectionRetry is the driver's record of an inspection that failed
+// for a reason of the inspector's own (its Pod killed, its deadline, S3
+// errors, an argument the step refused): not evidence against the
+// Backup's bytes, so the Backup is not condemned and the inspection is
+// tried again after a backoff. A tenant who edits it only changes when
+// its own Backup is inspected again.
+type InspectionRetry struct {
+	// Attempts is how many inspections failed so.
+	Attempts int32 `json:"attempts"`
+	// Job is the UID of the failed Job the last attempt counted (so a
+	// crash before the Job's deletion does not count it twice).
+	Job string `json:"job,omitempty"`
+	// NotBefore is when the driver inspects again.
+	NotBefore metav1.Time `json:"notBefore"`
+	// Message says why the last attempt failed (bounded).
+	Message string `json:"message,omitempty"`
+}
+
 // RehearsalRecord is the outcome of a rehearsal (a dry-run RestoreJob) of
 // a Backup, as recorded on the Backup and on its Plan.
 type RehearsalRecord struct {
 	// RestoreJob names the dry-run RestoreJob.
 	RestoreJob string `json:"restoreJob"`
 	// Backup names the rehearsed Backup (on a Plan's status).
-	// +optional
 	Backup string `json:"backup,omitempty"`
 	// Succeeded is whether the rehearsal booted the staged snapshot and
 	// read it back.
@@ -108,8 +139,6 @@ type RehearsalRecord struct {
 	// CompletedAt is when it ended.
 	CompletedAt metav1.Time `json:"completedAt"`
 	// Message says what happened (bounded).
-	// +optional
-	// +kubebuilder:validation:MaxLength=1024
 	Message string `json:"message,omitempty"`
 }
 
