@@ -104,7 +104,7 @@ func (op *Operator) step(ctx context.Context) {
 		hold = !when(ctx)
 	}
 	op.mu.Lock()
-	refuse, holdStaging := op.RefuseStaging, op.HoldStaging
+	refuse := op.RefuseStaging
 	op.mu.Unlock()
 	op.mu.Lock()
 	keyFromSecret, holdSnaps, holdHR := op.KeyFromSecret, op.HoldSnapshots, op.HoldHelmRelease
@@ -112,9 +112,7 @@ func (op *Operator) step(ctx context.Context) {
 	if !holdSnaps {
 		op.snapshots(ctx, failSnaps, stall, keyFromSecret)
 	}
-	if !holdStaging {
-		op.stagingJobs(ctx, refuse)
-	}
+	op.stagingJobs(ctx, refuse)
 	op.controlPlanes(ctx)
 	op.cluster(ctx, hold, failBoot)
 	if !holdHR {

@@ -21,6 +21,16 @@ func (op *Operator) stagingJobs(ctx context.Context, refuse func(string) bool) {
 	if op.c.List(ctx, &jobs, client.InNamespace(op.ns), client.HasLabels{backupsv1alpha1.StagingLabel}) != nil {
 		return
 	}
+	// HoldStaging is read after the list: a test sets it before it starts
+	// the restore, so any staging Job listed here was made after the hold
+	// (read before the list, as it once was, a step that began before the
+	// hold completed the staging Job the driver made meanwhile).
+	op.mu.Lock()
+	hold := op.HoldStaging
+	op.mu.Unlock()
+	if hold {
+		return
+	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if len(j.Status.Conditions) > 0 {
