@@ -1,11 +1,9 @@
-// Package cozystack runs the driver on the schema a Cozystack cluster
-// serves: Cozystack's own backups.cozystack.io and
-// strategy.backups.cozystack.io CRDs, which lack the driver's optional
-// fields (a RestoreJob's immutable spec), beside the driver's own group
-// (the StrategyPolicy holds the platform admin's settings for a strategy),
-// with the driver's own Plan scheduler off as on a Cozystack platform
-// (Cozystack's Plan controller schedules; the tests play its part). The
-// driver must work, and say so wherever a setting cannot be honoured. The
+// Package cozystack runs the driver as on a Cozystack platform: on
+// Cozystack's own backups.cozystack.io and strategy.backups.cozystack.io
+// CRDs, as every suite does (testenv.CozystackCRDs), beside the driver's
+// own group (the StrategyPolicy holds the platform admin's settings for a
+// strategy), and with the driver's own Plan scheduler off (Cozystack's
+// Plan controller schedules; the tests play its part). The
 // S3 server speaks https (http needs the StrategyPolicy's opt-in), with a
 // CA the driver is given by --s3-ca-file (platform.New).
 package cozystack
@@ -36,7 +34,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	return testenv.RunWith(m, testenv.Options{Cozystack: true}, func(e *testenv.Env) {
+	return testenv.RunWith(m, testenv.Options{}, func(e *testenv.Env) {
 		env = e
 		if plat, err = platform.New(e.Client, dir); err != nil {
 			panic(err)

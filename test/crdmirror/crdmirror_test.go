@@ -70,3 +70,21 @@ func TestUnservedFindsWhatTheSchemaLacks(t *testing.T) {
 		"spec.deletionPolicy", "spec.labels", "status.conditions[].hint",
 	}))
 }
+
+// Every CRD pinned from Cozystack is installed by every suite
+// (testenv.CozystackCRDs) and has a mirror checked above: a kind pinned
+// later cannot be left running on a schema of ours, or unchecked.
+func TestEveryPinnedCozystackCRDIsInstalledAndMirrored(t *testing.T) {
+	g := NewWithT(t)
+	pinned, err := filepath.Glob(filepath.Join(testenv.CozystackCRDPath(), "*.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	var files, mirrored []string
+	for _, p := range pinned {
+		files = append(files, filepath.Base(p))
+	}
+	for _, m := range mirrors {
+		mirrored = append(mirrored, filepath.Base(m.crd))
+	}
+	g.Expect(testenv.CozystackCRDs).To(ConsistOf(files))
+	g.Expect(mirrored).To(ConsistOf(files))
+}

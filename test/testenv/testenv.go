@@ -46,11 +46,6 @@ type Options struct {
 	// ExtraCRDPaths are installed with the default CRDs (CRDPaths); files
 	// and folders are both accepted.
 	ExtraCRDPaths []string
-	// Cozystack installs Cozystack's own backups.cozystack.io CRDs
-	// (CozystackCRDPath) instead of the driver's, to run the driver on the
-	// schema a Cozystack cluster serves. (Cozystack's Etcd strategy CRD
-	// and the driver's own group are installed either way.)
-	Cozystack bool
 	// ControllerManager runs bin/kube-controller-manager with
 	// DefaultControllers once the CRDs are installed, so that owner
 	// references are garbage-collected, Jobs get Pods and deadlines, and
@@ -94,21 +89,10 @@ var CozystackCRDs = []string{
 }
 
 // CozystackCRDPath is the folder of Cozystack's own backups.cozystack.io and
-// strategy.backups.cozystack.io CRDs, as Cozystack installs them. Every
-// suite installs those of CozystackCRDs; a suite that runs the driver on
-// Cozystack's whole schema starts with the whole folder (Options.Cozystack).
+// strategy.backups.cozystack.io CRDs, as Cozystack installs them: every
+// suite installs all of them (CozystackCRDs), as pinned.
 func CozystackCRDPath() string {
 	return filepath.Join(RepoRoot(), "config", "crd", "upstream", "cozystack")
-}
-
-// driverCRDPaths are the CRD files of the driver's own API group
-// (etcd-backup-driver.cozystack.io) in config/crd/bases.
-func driverCRDPaths() ([]string, error) {
-	files, err := filepath.Glob(filepath.Join(RepoRoot(), "config", "crd", "bases", "etcd-backup-driver.cozystack.io_*.yaml"))
-	if err == nil && len(files) == 0 {
-		err = errors.New("testenv: config/crd/bases holds no CRD of the driver's own group; run `make manifests`")
-	}
-	return files, err
 }
 
 // binDir is where `make envtest-bins` puts the binaries.
@@ -139,15 +123,6 @@ func StartWith(o Options) (*Env, error) {
 		return nil, err
 	}
 	paths := CRDPaths()
-	if o.Cozystack {
-		// Cozystack's whole folder and the driver's own group in place of
-		// config/crd/bases and the files of CozystackCRDs.
-		own, err := driverCRDPaths()
-		if err != nil {
-			return nil, err
-		}
-		paths = append(append([]string{CozystackCRDPath()}, own...), paths[1+len(CozystackCRDs):]...)
-	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     append(paths, o.ExtraCRDPaths...),
 		ErrorIfCRDPathMissing: true,
