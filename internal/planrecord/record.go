@@ -18,17 +18,13 @@
 package planrecord
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/signedannotation"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -90,45 +86,27 @@ type Rehearsal struct {
 	Message string `json:"message,omitempty"`
 }
 
+// form is the plan-status record's annotation, bound and signatures.
+var form = signedannotation.Form{Annotation: Annotation, MaxBytes: MaxBytes, Domain: "plan-status"}
+
+// SignatureField is where the record's signature is (signedannotation).
+func (r *Record) SignatureField() *string { return &r.Signature }
+
 // Read returns the driver's record on plan. A Plan without one, or with
 // one the driver did not write for this Plan (it does not parse strictly,
 // is too long, or its signature does not verify), gets the zero Record,
 // and ignored says why, for a log line. The error is only for keys that
 // cannot be read now (retry).
 func Read(ctx context.Context, keys provenance.Keys, plan *backupsv1alpha1.Plan) (rec Record, ignored string, err error) {
-	raw, ok := plan.Annotations[Annotation]
-	if !ok {
-		return Record{}, "", nil
-	}
-	rec, err = parse(raw)
-	if err != nil {
-		return Record{}, err.Error(), nil
-	}
-	body, err := unsigned(rec)
-	if err != nil {
-		return Record{}, err.Error(), nil
-	}
-	ok, err = provenance.CheckMark(ctx, keys, domain(plan), body, rec.Signature)
-	if err != nil {
-		return Record{}, "", fmt.Errorf("verify the record on Plan %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	if !ok {
-		return Record{}, "its signature is not the driver's for this Plan", nil
-	}
-	rec.Signature = ""
-	return rec, "", nil
+	rec, _, ignored, err = signedannotation.Read[Record](ctx, keys, form, plan)
+	return rec, ignored, err
 }
 
 // Peek reads plan's record without verifying it, for display by tools
 // that do not hold the driver's key (ebdctl); nothing is decided by it.
 // false: no record, or one that does not parse.
 func Peek(plan *backupsv1alpha1.Plan) (Record, bool) {
-	raw, ok := plan.Annotations[Annotation]
-	if !ok {
-		return Record{}, false
-	}
-	rec, err := parse(raw)
-	return rec, err == nil
+	return signedannotation.Peek[Record](form, plan)
 }
 
 // Encode returns rec as the annotation's value, signed for plan.
@@ -138,53 +116,5 @@ func Encode(ctx context.Context, keys provenance.Keys, plan *backupsv1alpha1.Pla
 		r.Message = textlimit.Cut(r.Message, MaxMessage)
 		rec.LastRehearsal = &r
 	}
-	body, err := unsigned(rec)
-	if err != nil {
-		return "", err
-	}
-	rec.Signature, err = provenance.Mark(ctx, keys, domain(plan), body)
-	if err != nil {
-		return "", err
-	}
-	out, err := json.Marshal(rec)
-	if err != nil {
-		return "", fmt.Errorf("encode the record on Plan %s/%s: %w", plan.Namespace, plan.Name, err)
-	}
-	if len(out) > MaxBytes {
-		return "", fmt.Errorf("the record on Plan %s/%s is %d bytes, over %d", plan.Namespace, plan.Name, len(out), MaxBytes)
-	}
-	return string(out), nil
-}
-
-// domain binds a record to one Plan: a record copied onto another Plan (or
-// onto a re-created Plan of the same name) does not verify.
-func domain(plan *backupsv1alpha1.Plan) string {
-	return "etcd-backup-driver plan-status\n" + plan.Namespace + "\n" + plan.Name + "\n" + string(plan.UID)
-}
-
-// unsigned is rec's signed bytes: its JSON without the signature.
-func unsigned(rec Record) ([]byte, error) {
-	rec.Signature = ""
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("encode the record: %w", err)
-	}
-	return body, nil
-}
-
-// parse reads one JSON object with only Record's fields, nothing after it.
-func parse(raw string) (Record, error) {
-	if len(raw) > MaxBytes {
-		return Record{}, fmt.Errorf("it is %d bytes, over %d", len(raw), MaxBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	var rec Record
-	if err := dec.Decode(&rec); err != nil {
-		return Record{}, fmt.Errorf("it does not parse: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Record{}, errors.New("it does not parse: data after the record")
-	}
-	return rec, nil
+	return signedannotation.Encode[Record](ctx, keys, form, plan, rec)
 }

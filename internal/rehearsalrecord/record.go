@@ -13,16 +13,13 @@
 package rehearsalrecord
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/signedannotation"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -55,45 +52,26 @@ type Record struct {
 	Signature string `json:"signature,omitempty"`
 }
 
+// form is the rehearsal record's annotation, bound and signatures.
+var form = signedannotation.Form{Annotation: Annotation, MaxBytes: MaxBytes, Domain: "rehearsal"}
+
+// SignatureField is where the record's signature is (signedannotation).
+func (r *Record) SignatureField() *string { return &r.Signature }
+
 // Read returns the driver's record on rj: ok is false when it has none,
 // or one the driver did not write for this RestoreJob (it does not parse
 // strictly, is too long, or its signature does not verify), and ignored
 // then says why ("" when there is no annotation at all). The error is only
 // for keys that cannot be read now (retry).
 func Read(ctx context.Context, keys provenance.Keys, rj *backupsv1alpha1.RestoreJob) (rec Record, ok bool, ignored string, err error) {
-	raw, found := rj.Annotations[Annotation]
-	if !found {
-		return Record{}, false, "", nil
-	}
-	rec, err = parse(raw)
-	if err != nil {
-		return Record{}, false, err.Error(), nil
-	}
-	body, err := unsigned(rec)
-	if err != nil {
-		return Record{}, false, err.Error(), nil
-	}
-	verified, err := provenance.CheckMark(ctx, keys, domain(rj), body, rec.Signature)
-	if err != nil {
-		return Record{}, false, "", fmt.Errorf("verify the rehearsal record on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
-	}
-	if !verified {
-		return Record{}, false, "its signature is not the driver's for this RestoreJob", nil
-	}
-	rec.Signature = ""
-	return rec, true, "", nil
+	return signedannotation.Read[Record](ctx, keys, form, rj)
 }
 
 // Peek reads rj's record without verifying it, for display by tools that
 // do not hold the driver's key (ebdctl); nothing is decided by it. false:
 // no record, or one that does not parse.
 func Peek(rj *backupsv1alpha1.RestoreJob) (Record, bool) {
-	raw, ok := rj.Annotations[Annotation]
-	if !ok {
-		return Record{}, false
-	}
-	rec, err := parse(raw)
-	return rec, err == nil
+	return signedannotation.Peek[Record](form, rj)
 }
 
 // Encode returns rec as the annotation's value, signed for rj. A report
@@ -105,23 +83,9 @@ func Encode(ctx context.Context, keys provenance.Keys, rj *backupsv1alpha1.Resto
 		rec.Report = &rep
 	}
 	for {
-		body, err := unsigned(rec)
-		if err != nil {
-			return "", err
-		}
-		rec.Signature, err = provenance.Mark(ctx, keys, domain(rj), body)
-		if err != nil {
-			return "", err
-		}
-		out, err := json.Marshal(rec)
-		if err != nil {
-			return "", fmt.Errorf("encode the rehearsal record on RestoreJob %s/%s: %w", rj.Namespace, rj.Name, err)
-		}
-		if len(out) <= MaxBytes {
-			return string(out), nil
-		}
-		if !shrink(rec.Report) {
-			return "", fmt.Errorf("the rehearsal record on RestoreJob %s/%s is %d bytes, over %d", rj.Namespace, rj.Name, len(out), MaxBytes)
+		out, err := signedannotation.Encode[Record](ctx, keys, form, rj, rec)
+		if !errors.Is(err, signedannotation.ErrTooLarge) || !shrink(rec.Report) {
+			return out, err
 		}
 	}
 }
@@ -145,37 +109,4 @@ func shrink(rep *driverv1alpha1.RehearsalReport) bool {
 		rep.NamespacesVanishing = rep.NamespacesVanishing[:len(rep.NamespacesVanishing)/2]
 	}
 	return true
-}
-
-// domain binds a record to one RestoreJob: a record copied onto another
-// (or onto a re-created RestoreJob of the same name) does not verify.
-func domain(rj *backupsv1alpha1.RestoreJob) string {
-	return "etcd-backup-driver rehearsal\n" + rj.Namespace + "\n" + rj.Name + "\n" + string(rj.UID)
-}
-
-// unsigned is rec's signed bytes: its JSON without the signature.
-func unsigned(rec Record) ([]byte, error) {
-	rec.Signature = ""
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("encode the rehearsal record: %w", err)
-	}
-	return body, nil
-}
-
-// parse reads one JSON object with only Record's fields, nothing after it.
-func parse(raw string) (Record, error) {
-	if len(raw) > MaxBytes {
-		return Record{}, fmt.Errorf("it is %d bytes, over %d", len(raw), MaxBytes)
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
-	dec.DisallowUnknownFields()
-	var rec Record
-	if err := dec.Decode(&rec); err != nil {
-		return Record{}, fmt.Errorf("it does not parse: %v", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Record{}, errors.New("it does not parse: data after the record")
-	}
-	return rec, nil
 }
