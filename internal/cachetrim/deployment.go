@@ -2,7 +2,6 @@ package cachetrim
 
 import (
 	"encoding/json"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -32,13 +31,7 @@ func Deployment(budget int, keys ...string) toolscache.TransformFunc {
 		markTrimmed(d)
 		d.Labels = only(d.Labels, keys)
 		d.Finalizers = nil
-		var owners []metav1.OwnerReference
-		for _, ref := range d.OwnerReferences {
-			if len(owners) < maxJobOwners && strings.HasPrefix(ref.APIVersion, driverv1alpha1.GroupVersion.Group+"/") {
-				owners = append(owners, ref)
-			}
-		}
-		d.OwnerReferences = owners
+		d.OwnerReferences = ownersOf(d.OwnerReferences, driverv1alpha1.GroupVersion.Group)
 		d.Spec = appsv1.DeploymentSpec{Replicas: d.Spec.Replicas,
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: only(d.Spec.Template.Labels, keys)}}}
 		return d, nil

@@ -40,17 +40,23 @@ func Job(budget int, keys ...string) toolscache.TransformFunc {
 		markTrimmed(j)
 		j.Labels = only(j.Labels, keys)
 		j.Finalizers = nil
-		var owners []metav1.OwnerReference
-		for _, ref := range j.OwnerReferences {
-			if len(owners) < maxJobOwners && strings.HasPrefix(ref.APIVersion, backupsv1alpha1.GroupVersion.Group+"/") {
-				owners = append(owners, ref)
-			}
-		}
-		j.OwnerReferences = owners
+		j.OwnerReferences = ownersOf(j.OwnerReferences, backupsv1alpha1.GroupVersion.Group)
 		j.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: only(j.Spec.Template.Labels, keys)}}
 		j.Spec.Selector, j.Spec.PodFailurePolicy, j.Spec.SuccessPolicy = nil, nil, nil
 		return j, nil
 	}
+}
+
+// ownersOf is what a trimmed copy keeps of refs: up to maxJobOwners of
+// group's (the driver sets one).
+func ownersOf(refs []metav1.OwnerReference, group string) []metav1.OwnerReference {
+	var owners []metav1.OwnerReference
+	for _, ref := range refs {
+		if len(owners) < maxJobOwners && strings.HasPrefix(ref.APIVersion, group+"/") {
+			owners = append(owners, ref)
+		}
+	}
+	return owners
 }
 
 // only is m's entries whose keys are among keys (no entry a tenant
