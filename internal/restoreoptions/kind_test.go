@@ -75,7 +75,7 @@ func TestParseRefusesWhatItDoesNotKnow(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	// Every field of Options is named in names, exactly.
-	all := &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":1,"safetySnapshot":true,"verify":"Full","rollback":true,"bumpRevision":true,"fenceControlPlanes":true,"dryRun":false}`)}
+	all := &runtime.RawExtension{Raw: []byte(`{"restoreTimeoutSeconds":1,"safetySnapshot":true,"verify":"Full","rollback":true,"bumpRevision":true,"fenceControlPlanes":true,"dryRun":false,"pointInTime":"7"}`)}
 	if _, err := Parse(all); err != nil {
 		t.Errorf("every option at once: %v", err)
 	}

@@ -10,10 +10,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 )
 
 // Verification modes of spec.options.verify.
@@ -58,6 +61,12 @@ type Options struct {
 	// controller (internal/tenantjobs/rehearsal) takes such a job and the
 	// restore never acts on it. Read once, when the job starts (KindOf).
 	DryRun bool `json:"dryRun,omitempty"`
+	// PointInTime asks for the etcd as it was at a point after a base
+	// Backup: an RFC 3339 time, or a revision (decimal digits). The
+	// newest good Backup of the application at or before it is restored
+	// and its chain of captured changes replayed up to it (Point,
+	// ParsePoint; internal/pointintime, internal/changereplay).
+	PointInTime string `json:"pointInTime,omitempty"`
 }
 
 // optionNames are the options' exact names, Options' JSON names.
@@ -72,7 +81,7 @@ var optionNames = func() []string {
 }()
 
 // Shape is the options' shape, as error messages give it.
-const Shape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool, bumpRevision: bool, fenceControlPlanes: bool, dryRun: bool}"
+const Shape = "{restoreTimeoutSeconds: int, safetySnapshot: bool, verify: Full|Size, rollback: bool, bumpRevision: bool, fenceControlPlanes: bool, dryRun: bool, pointInTime: RFC 3339 time|revision}"
 
 // Parse reads raw strictly: unknown fields, wrong types and values out of
 // range are errors.
@@ -105,6 +114,14 @@ func Parse(raw *runtime.RawExtension) (Options, error) {
 		return Options{}, fmt.Errorf("spec.options.restoreTimeoutSeconds is %d; at most %d (%s) is allowed",
 			o.RestoreTimeoutSeconds, int64(MaxRestoreTimeout/time.Second), MaxRestoreTimeout)
 	}
+	if o.PointInTime != "" {
+		if _, err := ParsePoint(o.PointInTime); err != nil {
+			return Options{}, err
+		}
+		if !o.BumpsRevision() {
+			return Options{}, fmt.Errorf("spec.options.pointInTime needs the staging step, where the changes are replayed; it cannot be combined with bumpRevision: false")
+		}
+	}
 	switch o.Verify {
 	case "":
 		o.Verify = VerifyFull
@@ -113,6 +130,41 @@ func Parse(raw *runtime.RawExtension) (Options, error) {
 		return Options{}, fmt.Errorf("spec.options.verify is %q; want %q or %q", o.Verify, VerifyFull, VerifySize)
 	}
 	return o, nil
+}
+
+// MaxPointLength bounds spec.options.pointInTime: an RFC 3339 time with
+// nanoseconds and an offset is 35 characters.
+const MaxPointLength = 40
+
+// ParsePoint reads a point to restore to: a revision (decimal digits,
+// above 0) or an RFC 3339 time (fractions of a second allowed, an offset
+// or Z required).
+func ParsePoint(s string) (changelog.Target, error) {
+	if s == "" || len(s) > MaxPointLength {
+		return changelog.Target{}, fmt.Errorf("spec.options.pointInTime must be an RFC 3339 time (2026-12-06T17:00:00Z) or a revision, of at most %d characters", MaxPointLength)
+	}
+	if strings.Trim(s, "0123456789") == "" {
+		rev, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || rev <= 0 {
+			return changelog.Target{}, fmt.Errorf("spec.options.pointInTime %q is not a revision above 0", s)
+		}
+		return changelog.Target{Revision: rev}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return changelog.Target{}, fmt.Errorf("spec.options.pointInTime %q is neither a revision nor an RFC 3339 time (2026-12-06T17:00:00Z): %w", s, err)
+	}
+	return changelog.Target{Time: t.UTC()}, nil
+}
+
+// Point is the point the options ask to restore to, if any (Parse has
+// checked it).
+func (o Options) Point() (changelog.Target, bool) {
+	if o.PointInTime == "" {
+		return changelog.Target{}, false
+	}
+	t, err := ParsePoint(o.PointInTime)
+	return t, err == nil
 }
 
 // DryRunOptions are the options of a dry run (as the plugin and the

@@ -3,19 +3,16 @@ package keeper
 import (
 	"context"
 	"fmt"
-	"path"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/goodbackup"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/strategypolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
@@ -52,7 +49,7 @@ func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan)
 		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(&b, true) || b.Status.Artifact == nil {
 			continue
 		}
-		rev, err := r.signedRevision(ctx, &b)
+		rev, err := pointintime.SignedRevision(ctx, r.Keys, &b)
 		if err != nil {
 			return nil, err
 		}
@@ -69,21 +66,6 @@ func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan)
 	return &baseBackup{Backup: best, Revision: revisions[best.Name]}, nil
 }
 
-// signedRevision is the revision b's manifest records when the driver
-// signed that manifest for b, else 0. (Where the manifest is kept on a
-// Backup is read here only.)
-func (r *Reconciler) signedRevision(ctx context.Context, b *backupsv1alpha1.Backup) (int64, error) {
-	m := artifact.Manifest(b)
-	if m == nil || m.Revision <= 0 {
-		return 0, nil
-	}
-	ok, err := provenance.VerifyManifest(ctx, r.Keys, b)
-	if err != nil || !ok {
-		return 0, err
-	}
-	return m.Revision, nil
-}
-
 // spec is the capture the driver runs for rec's chain on base: the S3
 // location and the tenant's key of the base Backup (its objects' prefix,
 // where the chain goes), the admin's segment bounds and memory, the
@@ -91,24 +73,21 @@ func (r *Reconciler) signedRevision(ctx context.Context, b *backupsv1alpha1.Back
 func (r *Reconciler) spec(_ context.Context, plan *backupsv1alpha1.Plan, rec *driverv1alpha1.CaptureProgress, base *baseBackup,
 	p strategypolicy.Policy) (Spec, error) {
 	pit := p.PointInTime
-	src, err := artifact.Resolve(base.Backup)
+	chain, err := pointintime.ChainOf(base.Backup, base.Revision)
 	if err != nil {
 		return Spec{}, err
 	}
+	src := chain.Source
 	allowHTTP := p.AllowsHTTP(src.Endpoint)
 	if err := r.Policy.CheckURL(src.Endpoint, allowHTTP); err != nil {
 		return Spec{}, err
-	}
-	prefix := path.Dir(src.Key)
-	if prefix == "." || prefix == "/" {
-		return Spec{}, fmt.Errorf("the base Backup's object %s has no prefix to keep the chain under", src.Key)
 	}
 	o := capture.Options{
 		EtcdEndpoints: []string{"https://" + liverevision.ServiceHost(plan.Namespace) + ":2379"},
 		Endpoint:      src.Endpoint, Bucket: src.Bucket, Region: src.Region, PathStyle: src.ForcePathStyle != nil && *src.ForcePathStyle,
 		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: allowHTTP,
-		Prefix:          prefix,
-		Base:            changelog.Base{Revision: base.Revision, SHA256: strings.TrimPrefix(base.Backup.Status.Artifact.Checksum, "sha256:")},
+		Prefix:          chain.Dir,
+		Base:            chain.Base,
 		SegmentInterval: pit.SegmentInterval, SegmentBytes: pit.MaxSegmentBytes,
 		TerminationLog: report.TerminationLog,
 	}
