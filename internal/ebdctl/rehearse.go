@@ -19,13 +19,18 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 	if !ok {
 		outcome = "failed"
 	}
-	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s %s: %s\n", oneLine(job.Namespace), oneLine(job.Name),
-		oneLine(job.Spec.BackupRef.Name), outcome, oneLine(job.Status.Message))
+	point := pointOf(job)
+	to := ""
+	if point != "" {
+		to = " to " + point
+	}
+	fmt.Fprintf(e.streams.Out, "Rehearsal %s/%s of Backup %s%s %s: %s\n", oneLine(job.Namespace), oneLine(job.Name),
+		oneLine(job.Spec.BackupRef.Name), to, outcome, oneLine(job.Status.Message))
 	var report *driverv1alpha1.RehearsalReport
 	if rec, ok := rehearsalrecord.Peek(job); ok {
 		report = rec.Report
 	}
-	if err := printRehearsal(e.streams.Out, report); err != nil {
+	if err := printRehearsal(e.streams.Out, report, point); err != nil {
 		return err
 	}
 	if !ok {
@@ -34,8 +39,9 @@ func (e *env) rehearsalResult(job *backupsv1alpha1.RestoreJob) error {
 	return nil
 }
 
-// printRehearsal writes what a real restore would change.
-func printRehearsal(w io.Writer, r *driverv1alpha1.RehearsalReport) error {
+// printRehearsal writes what a real restore (to point, if not "") would
+// change.
+func printRehearsal(w io.Writer, r *driverv1alpha1.RehearsalReport, point string) error {
 	if r == nil {
 		_, err := fmt.Fprintln(w, "No rehearsal report.")
 		return err
@@ -46,7 +52,11 @@ func printRehearsal(w io.Writer, r *driverv1alpha1.RehearsalReport) error {
 		}
 		return fmt.Sprint(n)
 	}
-	fmt.Fprintln(w, "A restore of this Backup would change:")
+	if point != "" {
+		fmt.Fprintf(w, "A restore to %s would change:\n", point)
+	} else {
+		fmt.Fprintln(w, "A restore of this Backup would change:")
+	}
 	fmt.Fprintf(w, "  revision:  %s now → %d after\n", before(r.RevisionBefore), r.RevisionAfter)
 	fmt.Fprintf(w, "  keys:      %s now → %d after\n", before(r.KeysBefore), r.KeysAfter)
 	if len(r.Resources) == 0 {

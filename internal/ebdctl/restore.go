@@ -2,7 +2,6 @@ package ebdctl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -26,12 +24,13 @@ type restoreOptions struct {
 	timeout        time.Duration
 	safetySnapshot string
 	dryRun         bool
+	to             string
 }
 
 func (e *env) restoreCommand() *cobra.Command {
 	var o restoreOptions
 	cmd := &cobra.Command{
-		Use:   "restore APP (--from BACKUP | --latest) [--wait]",
+		Use:   "restore APP (--from BACKUP | --latest | --to POINT) [--wait]",
 		Short: "Restore an etcd application in place from a Backup (creates a RestoreJob)",
 		Long: `Creates a RestoreJob that restores the Etcd application APP in place from
 the Backup --from names, or from its newest good Backup (--latest: Ready, not
@@ -46,14 +45,26 @@ driver stages the Backup as a restore would, boots it in a throwaway etcd and
 reports what a real restore would change (revision, keys, per-resource counts
 now and after, namespaces coming back or going away). Nothing live is
 touched: no safety Backup, no fence, no suspend, no purge. A dry run always
-waits for the report; exits 1 if the rehearsal fails.`,
+waits for the report; exits 1 if the rehearsal fails.
+
+With --to POINT (an RFC 3339 time, or an etcd revision) the RestoreJob
+restores the etcd as it was at that point (options pointInTime): the newest
+good Backup at or before it plus the changes captured after that Backup, up
+to the point. The RestoreJob names the newest good Backup at or before the
+point (or the one --from names, if it is not after the point); the driver
+chooses the base itself from the Backups it signed. --dry-run rehearses the
+same point.`,
 		Example: `  %[1]s restore etcd -n tenant-a --latest --wait
   %[1]s restore etcd -n tenant-a --from etcd-manual --wait
-  %[1]s restore etcd -n tenant-a --latest --dry-run`,
+  %[1]s restore etcd -n tenant-a --latest --dry-run
+  %[1]s restore etcd -n tenant-a --to 2026-12-06T17:00:00Z --dry-run`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if (o.from == "") == !o.latest {
-				return usagef("give exactly one of --from BACKUP and --latest")
+			switch {
+			case o.to != "" && o.latest:
+				return usagef("--latest does not go with --to: the newest good Backup at or before the point is named (or name one with --from)")
+			case o.to == "" && (o.from == "") == !o.latest:
+				return usagef("give exactly one of --from BACKUP and --latest, or --to POINT")
 			}
 			if o.dryRun && o.safetySnapshot != "" {
 				return usagef("--safety-snapshot does not apply to --dry-run (a rehearsal changes nothing)")
@@ -64,6 +75,7 @@ waits for the report; exits 1 if the rehearsal fails.`,
 	cmd.Example = fmt.Sprintf(cmd.Example, e.name)
 	cmd.Flags().StringVar(&o.from, "from", "", "name of the Backup to restore")
 	cmd.Flags().BoolVar(&o.latest, "latest", false, "restore the application's newest good Backup")
+	cmd.Flags().StringVar(&o.to, "to", "", "restore to a point: an RFC 3339 time (2026-12-06T17:00:00Z) or an etcd revision")
 	cmd.Flags().StringVar(&o.name, "name", "", "name of the RestoreJob (default: APP-restore-<random suffix>)")
 	cmd.Flags().BoolVarP(&o.wait, "wait", "w", false, "follow the RestoreJob until it ends")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Hour, "with --wait: how long to follow before giving up (0: no limit)")
@@ -81,18 +93,36 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 	if err != nil {
 		return err
 	}
+	var point *restorePoint
+	if o.to != "" {
+		p, err := parsePoint(o.to, e.now())
+		if err != nil {
+			return err
+		}
+		point = &p
+	}
 	var backup *backupsv1alpha1.Backup
-	if o.latest {
+	switch {
+	case o.latest:
 		if backup, err = latestGood(ctx, c, ns, app); err != nil {
 			return err
 		}
-	} else {
+	case o.from == "":
+		if backup, err = baseFor(ctx, c, ns, app, *point); err != nil {
+			return err
+		}
+	default:
 		if backup, err = getBackup(ctx, c, ns, o.from); err != nil {
 			return err
 		}
 		if !isApp(backup.Spec.ApplicationRef, app) {
 			return usagef("Backup %s/%s is of %s %s, not of the Etcd application %s", ns, o.from,
 				oneLine(backup.Spec.ApplicationRef.Kind), oneLine(backup.Spec.ApplicationRef.Name), app)
+		}
+		if point != nil {
+			if err := checkFrom(backup, *point); err != nil {
+				return err
+			}
 		}
 	}
 	job := &backupsv1alpha1.RestoreJob{
@@ -105,16 +135,22 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 			job.GenerateName = app + "-rehearsal-"
 		}
 	}
+	opts := restoreoptions.Options{DryRun: o.dryRun}
 	switch o.safetySnapshot {
 	case "":
 	case "true", "false":
-		raw, _ := json.Marshal(map[string]bool{"safetySnapshot": o.safetySnapshot == "true"})
-		job.Spec.Options = &runtime.RawExtension{Raw: raw}
+		take := o.safetySnapshot == "true"
+		opts.SafetySnapshot = &take
 	default:
 		return usagef("--safety-snapshot must be true or false, not %q", o.safetySnapshot)
 	}
-	if o.dryRun {
-		job.Spec.Options = restoreoptions.DryRunOptions()
+	to := ""
+	if point != nil {
+		opts.PointInTime = point.text
+		to = " to " + point.String()
+	}
+	if opts != (restoreoptions.Options{}) {
+		job.Spec.Options = opts.Raw()
 	}
 	if err := c.Create(ctx, job); err != nil {
 		return fmt.Errorf("create RestoreJob: %w", err)
@@ -123,8 +159,8 @@ func (e *env) runRestore(ctx context.Context, app string, o restoreOptions) erro
 	if o.dryRun {
 		what = "rehearsal restorejob"
 	}
-	fmt.Fprintf(e.streams.Out, "%s %s/%s created: application %s from Backup %s (taken %s)\n",
-		what, ns, job.Name, app, backup.Name, backup.Spec.TakenAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(e.streams.Out, "%s %s/%s created: application %s%s from Backup %s (taken %s)\n",
+		what, ns, job.Name, app, to, backup.Name, backup.Spec.TakenAt.UTC().Format(time.RFC3339))
 	if !o.wait && !o.dryRun {
 		return nil
 	}
@@ -143,9 +179,7 @@ func latestGood(ctx context.Context, c client.Reader, ns, app string) (*backupsv
 	if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, fmt.Errorf("list Backups: %w", err)
 	}
-	best := goodbackup.Newest(list.Items, func(b *backupsv1alpha1.Backup) bool {
-		return isApp(b.Spec.ApplicationRef, app) && goodbackup.Good(b, goodbackup.ShownVerified(b)) && b.Labels[backupsv1alpha1.SafetyBackupLabel] == ""
-	})
+	best := goodbackup.Newest(list.Items, func(b *backupsv1alpha1.Backup) bool { return restorable(b, app) })
 	if best == nil {
 		return nil, fmt.Errorf("application %s/%s has no Ready Backup to restore from (Backups marked unverified, failed inspection or content drop, and safety Backups are not picked; name one with --from)", ns, app)
 	}

@@ -231,6 +231,9 @@ func rehearsalLine(r *driverv1alpha1.RehearsalRecord, now time.Time) string {
 	if r.Backup != "" {
 		s += ", Backup " + oneLine(r.Backup)
 	}
+	if r.PointInTime != "" {
+		s += ", to " + oneLine(r.PointInTime)
+	}
 	s += ")"
 	if r.Message != "" {
 		s += ": " + oneLine(r.Message)

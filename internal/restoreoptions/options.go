@@ -169,10 +169,7 @@ func (o Options) Point() (changelog.Target, bool) {
 
 // DryRunOptions are the options of a dry run (as the plugin and the
 // drills create them).
-func DryRunOptions() *runtime.RawExtension {
-	raw, _ := json.Marshal(Options{DryRun: true})
-	return &runtime.RawExtension{Raw: raw}
-}
+func DryRunOptions() *runtime.RawExtension { return Options{DryRun: true}.Raw() }
 
 // Timeout is how long the restore may take, from when it took the claim.
 func (o Options) Timeout(def time.Duration) time.Duration {

@@ -133,6 +133,10 @@ type RehearsalRecord struct {
 	RestoreJob string `json:"restoreJob"`
 	// Backup names the rehearsed Backup (on a Plan's status).
 	Backup string `json:"backup,omitempty"`
+	// PointInTime is the point a dry run rehearsed a restore to
+	// (spec.options.pointInTime), empty for the Backup as it was taken.
+	// +optional
+	PointInTime string `json:"pointInTime,omitempty"`
 	// Succeeded is whether the rehearsal booted the staged snapshot and
 	// read it back.
 	Succeeded bool `json:"succeeded"`
