@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +169,40 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 		g.Expect(r.out).To(ContainSubstring("namespaces going away: api"))
 		g.Expect(r.out).NotTo(ContainSubstring("safety Backup"))
 		g.Expect(strings.Count(r.out, "Nothing live was changed.")).To(Equal(1))
+	})
+
+	t.Run("restore --to --dry-run rehearses the point", func(t *testing.T) {
+		g := NewWithT(t)
+		done := make(chan [3]string, 1)
+		go func() {
+			code, out, errOut := ebdctlRun("restore", "etcd", "-n", ns, "--to", "600", "--dry-run", "--name", "to-point", "--timeout", "2m", "--terminal", "no")
+			done <- [3]string{fmt.Sprint(code), out, errOut}
+		}()
+		var job backupsv1alpha1.RestoreJob
+		g.Eventually(func() error {
+			return sb.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "to-point"}, &job)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		g.Expect(string(job.Spec.Options.Raw)).To(MatchJSON(`{"dryRun": true, "pointInTime": "600"}`))
+		g.Expect(job.Spec.BackupRef.Name).To(Equal("before"), "the newest Backup at or before revision 600")
+
+		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, PointInTime: "600", Base: "before", Report: &driverv1alpha1.RehearsalReport{
+			RevisionBefore: 700, RevisionAfter: 600, NamespacesReturning: []string{"blog"}}})
+		g.Expect(err).NotTo(HaveOccurred())
+		job.Annotations = map[string]string{rehearsalrecord.Annotation: string(rec)}
+		g.Expect(sb.Client.Update(ctx, &job)).To(Succeed())
+		job.Status.Phase, job.Status.Message = backupsv1alpha1.RestoreJobPhaseSucceeded, "rehearsed a restore to 600"
+		g.Expect(sb.Client.Status().Update(ctx, &job)).To(Succeed())
+
+		var r [3]string
+		g.Eventually(done).WithTimeout(30 * time.Second).Should(Receive(&r))
+		g.Expect(r[0]).To(Equal(fmt.Sprint(ebdctl.ExitOK)), r[2])
+		g.Expect(r[1]).To(HavePrefix("rehearsal restorejob " + ns + "/to-point created: application etcd to revision 600 from Backup before"))
+		g.Expect(r[1]).To(ContainSubstring("Rehearsal " + ns + "/to-point of Backup before to revision 600 succeeded: rehearsed a restore to 600"))
+		g.Expect(r[1]).To(ContainSubstring("A restore to revision 600 would change:"))
+		g.Expect(r[1]).To(ContainSubstring("namespaces coming back: blog"))
+
+		code, _, errOut := ebdctlRun("restore", "etcd", "-n", ns, "--to", "499", "--dry-run", "--terminal", "no")
+		g.Expect(code).To(Equal(ebdctl.ExitFailed))
+		g.Expect(errOut).To(ContainSubstring("no good Backup at or before revision 499"))
 	})
 }
