@@ -5,18 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -85,6 +90,21 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", s3object.ErrCredentials), ReasonCredentialsRejected, true, report.ExitRetryable},
 		{fmt.Errorf("x: %w", localError{errors.New("no space left on device")}), ReasonVolumeFailed, true, report.ExitRetryable},
 		{errors.New("connection reset by peer"), ReasonTransient, true, report.ExitRetryable},
+		{fmt.Errorf("x: %w", &changelog.SegmentError{Seq: 3, Err: changelog.ErrChecksum}), pointreplay.ReasonChainChecksum, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOutOfOrder), pointreplay.ReasonChainOutOfOrder, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrMissing), pointreplay.ReasonChainMissing, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrChainBroken), pointreplay.ReasonChainBroken, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrGap), pointreplay.ReasonChainGap, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOverlap), pointreplay.ReasonChainOverlap, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrForeignChain), pointreplay.ReasonChainForeign, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrCorrupt), pointreplay.ReasonChainCorrupt, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrTooLarge), pointreplay.ReasonChainTooLarge, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOutsideWindow), pointreplay.ReasonPointOutsideWindow, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrNoIndex), pointreplay.ReasonChainNoIndex, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changereplay.ErrBaseMismatch), pointreplay.ReasonChainBaseMismatch, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changereplay.ErrDiverged), pointreplay.ReasonReplayDiverged, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", pointreplay.ErrInvalidPoint), pointreplay.ReasonInvalidPoint, false, report.ExitRefused},
+		{fmt.Errorf("x: %w: %w", changereplay.ErrBaseMismatch, &fs.PathError{Op: "open", Path: "/staging/x", Err: syscall.ENOSPC}), ReasonVolumeFailed, true, report.ExitRetryable},
 		{context.DeadlineExceeded, ReasonTransient, true, report.ExitRetryable},
 	} {
 		reason, retryable := Classify(tc.err)
