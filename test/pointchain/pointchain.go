@@ -180,7 +180,10 @@ func Keys(t testing.TB, file string) (map[string]string, int64) {
 				delete(kvs, string(kv.Key))
 				return nil
 			}
-			kvs[string(kv.Key)] = string(kv.Value)
+			if len(kv.Key) > 0 {
+				// An empty key is the staging step's revision mark.
+				kvs[string(kv.Key)] = string(kv.Value)
+			}
 			return nil
 		})
 	})

@@ -31,6 +31,9 @@ func TestArgsRoundTrip(t *testing.T) {
 		{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum, RevisionFloor: 12345, Out: "/staging/snapshot.db"},
 		{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
 			BumpRevision: UnknownLiveBump, Out: "/s/x.db", AllowedEndpointCIDRs: []string{"10.0.0.0/8", "127.0.0.0/8"}, AllowHTTP: true, TerminationLog: "/tmp/log"},
+		{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a.db", Size: 4128, SHA256: sum, RevisionFloor: 12345, Out: "/staging/restore.db",
+			Point: pointreplay.Point{Chain: "t/etcd/changes/40", Base: changelog.Base{Revision: 40, SHA256: sum},
+				Target: changelog.Target{Time: time.Date(2026, 12, 6, 17, 0, 0, 5, time.UTC)}}},
 	} {
 		got, err := Parse(o.Args(), &bytes.Buffer{})
 		if err != nil {
@@ -63,6 +66,10 @@ func TestParseRefuses(t *testing.T) {
 	}
 	if _, err := Parse(append(base.Args(), "extra"), &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
 		t.Errorf("a stray argument: %v", err)
+	}
+	point := append(base.Args(), "--chain=t/etcd/changes/40", "--chain-base-revision=40", "--chain-base-sha256="+base.SHA256, "--to-revision=50")
+	if _, err := Parse(point, &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
+		t.Errorf("a chain that is not beside the object: %v", err)
 	}
 	if _, err := Parse([]string{"--no-such-flag"}, &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
 		t.Errorf("an unknown flag: %v", err)
