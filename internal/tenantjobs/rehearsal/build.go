@@ -5,12 +5,15 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -45,6 +48,9 @@ type Spec struct {
 	// read (the snapshot's revision is then raised by UnknownLiveBump, as
 	// a real restore would).
 	LiveRevision int64
+	// Point is the point the Job replays the base's chain to, nil for
+	// the Backup as it was (point.go).
+	Point *pointreplay.Point
 	// Deadline bounds the Job (activeDeadlineSeconds).
 	Deadline time.Duration
 	// AllowedEndpointCIDRs and AllowHTTP are the driver's endpoint policy;
@@ -59,14 +65,38 @@ func Labels(restoreJobUID string) map[string]string {
 	return tenantjobs.Labels(backupsv1alpha1.RehearsalLabel, restoreJobUID, "etcd-rehearsal")
 }
 
-// WorkDirSize bounds the emptyDir: the staged file, the restored data
-// directory (the database again, and its WAL) and slack.
-func WorkDirSize(snapshotSize int64) int64 { return 3*snapshotSize + 256<<20 }
+// WorkDirSize bounds the emptyDir of s: the staged file, the restored
+// data directory (the database again, and its WAL) and slack; with a
+// point, the room the staging step's replay takes as well (staging's own
+// rule, pointRoom there).
+func WorkDirSize(s Spec) int64 {
+	n := 3*s.Object.Size + 256<<20
+	if s.Point != nil {
+		n += 2*s.Object.Size + staging.PointChangesRoom
+	}
+	return n
+}
+
+// memoryLimit is the Pod's memory: MemoryLimit, or with a point what
+// the staging step's replay takes when that is more (the replay's
+// scratch etcd and the rehearsal's run one after the other).
+func (s Spec) memoryLimit() string {
+	limit := resource.MustParse(MemoryLimit)
+	if s.Point != nil {
+		if replay := staging.PointMemoryLimit(s.Object.Size); replay > limit.Value() {
+			return resource.NewQuantity(replay, resource.BinarySI).String()
+		}
+	}
+	return limit.String()
+}
 
 // Options are the binary's options for s.
 func (s Spec) Options() step.Options {
 	o := step.Options{WorkDir: WorkDir, Staging: stagingstep.Options{TerminationLog: report.TerminationLog}.
 		WithSource(s.Object.Source(s.AllowedEndpointCIDRs, s.AllowHTTP))}
+	if s.Point != nil {
+		o.Staging.Point = *s.Point
+	}
 	if s.LiveRevision > 0 {
 		o.Staging.RevisionFloor = s.LiveRevision
 	} else {
@@ -87,9 +117,9 @@ func Build(s Spec, owner metav1.OwnerReference) *batchv1.Job {
 			Name: ContainerName, Image: s.Image, Args: append([]string{step.Subcommand}, s.Options().Args()...),
 			Env:           tenantjobs.CredentialsEnv(s.Object.SecretName, s.CAPEM),
 			Mounts:        []corev1.VolumeMount{{Name: "work", MountPath: WorkDir}},
-			RequestMemory: "128Mi", LimitMemory: MemoryLimit,
+			RequestMemory: "128Mi", LimitMemory: s.memoryLimit(),
 		}},
-		Volumes: []corev1.Volume{tenantjobs.Scratch("work", WorkDirSize(s.Object.Size))},
+		Volumes: []corev1.Volume{tenantjobs.Scratch("work", WorkDirSize(s))},
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.JobName, Labels: Labels(s.RestoreJobUID),

@@ -12,6 +12,7 @@ import (
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -19,7 +20,7 @@ import (
 // succeed reports a rehearsal that booted and read back: the report goes
 // into the record, its summary into the status.
 func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup,
-	rec rehearsalrecord.Record, rep step.Report) error {
+	rec rehearsalrecord.Record, rep step.Report, pt *pointRun) error {
 	c, _, counted := r.census(rj)
 	var now *driverv1alpha1.BackupManifest
 	live := rec.LiveUnread
@@ -38,7 +39,11 @@ func (r *Reconciler) succeed(ctx context.Context, rj *backupsv1alpha1.RestoreJob
 	report := newReport(now, rec.RevisionBefore, rep)
 	report.KeysBefore = rec.KeysBefore
 	rec.Report = &report
-	return r.finish(ctx, rj, b, &rec, true, backupsv1alpha1.ReasonRehearsed, summary(report, live))
+	msg := summary(report, live)
+	if pt != nil {
+		msg = "rehearsed " + describe(rj, pt) + ": " + msg
+	}
+	return r.finish(ctx, rj, b, &rec, true, backupsv1alpha1.ReasonRehearsed, msg)
 }
 
 // fail ends a dry run: the refusal's reason and message, a Warning Event,
@@ -58,7 +63,8 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	msg = textlimit.Cut(msg, 1024)
 	now := metav1.NewTime(r.now())
 	if b != nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
-		if err := r.recordOnBackup(ctx, b, &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, Succeeded: ok, CompletedAt: now, Message: msg}); err != nil {
+		if err := r.recordOnBackup(ctx, b, &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, PointInTime: pointText(rj, rec),
+			Succeeded: ok, CompletedAt: now, Message: msg}); err != nil {
 			return err
 		}
 	}
@@ -87,4 +93,14 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	// does not show the end yet still finds it, and counts nothing again.
 	r.event(rj, reason, msg, !ok)
 	return nil
+}
+
+// pointText is the point rj rehearses, as its record pinned it or, before
+// that, as its options ask ("" for none).
+func pointText(rj *backupsv1alpha1.RestoreJob, rec *rehearsalrecord.Record) string {
+	if rec != nil {
+		return rec.PointInTime
+	}
+	o, _ := restoreoptions.Parse(rj.Spec.Options)
+	return o.PointInTime
 }

@@ -17,6 +17,7 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -57,22 +58,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
 		return ctrl.Result{}, nil
 	}
+	rec, recorded, err := r.readRecord(ctx, rj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var recp *rehearsalrecord.Record
+	if recorded {
+		recp = &rec
+	}
+	pt, ref, err := r.pointOf(ctx, rj, b, rec, recorded)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if ref != nil {
+		// Nothing was rehearsed: no Backup records it.
+		return ctrl.Result{}, r.fail(ctx, rj, nil, recp, ref)
+	}
+	if pt != nil {
+		// The base is what is rehearsed, and what records it.
+		b = pt.base
+	}
 	spec, ref, err := r.preflight(ctx, rj, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if ref != nil {
-		return ctrl.Result{}, r.fail(ctx, rj, b, nil, ref)
-	}
-
-	rec, recorded, err := r.readRecord(ctx, rj)
-	if err != nil {
-		return ctrl.Result{}, err
+		return ctrl.Result{}, r.fail(ctx, rj, b, recp, ref)
 	}
 	if !recorded {
-		return r.start(ctx, rj, b)
+		return r.start(ctx, rj, b, pt)
 	}
 	spec.LiveRevision = rec.RevisionBefore
+	if pt != nil {
+		spec.Point = &pt.point
+	}
 	made := r.madeJob(uid)
 	if made != nil {
 		// The Job this process made keeps its name across a key rotation.
@@ -111,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var rep step.Report
 	reportErr := tenantjobs.ReadReport(ctx, r.LiveReader, job, ContainerName, &rep)
 	if out == tenantjobs.Succeeded && reportErr == nil && rep.Outcome == step.OutcomeRehearsed {
-		return ctrl.Result{}, r.succeed(ctx, rj, b, rec, rep)
+		return ctrl.Result{}, r.succeed(ctx, rj, b, rec, rep, pt)
 	}
 	msg := "the rehearsal Job " + job.Name + " failed"
 	switch {

@@ -85,7 +85,7 @@ func (r *Reconciler) writeRecord(ctx context.Context, rj *backupsv1alpha1.Restor
 // it marks the rehearsal Running and starts the census (the revision the
 // Job's floor is built from, and what the report compares with) when it
 // has not started, waits for the census, and records what it read.
-func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup) (ctrl.Result, error) {
+func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, b *backupsv1alpha1.Backup, pt *pointRun) (ctrl.Result, error) {
 	claimed := false
 	if !started(rj) {
 		if why, err := r.admit(ctx, rj); err != nil {
@@ -98,7 +98,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 			// the one running ended.
 			return ctrl.Result{RequeueAfter: censusPoll}, nil
 		}
-		if err := r.claim(ctx, rj); err != nil {
+		if err := r.claim(ctx, rj, pt); err != nil {
 			return ctrl.Result{}, err
 		}
 		claimed = true
@@ -113,14 +113,14 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 				"what it counted, so the Job's revision floor is unknown; the live cluster is not counted twice: create the dry run again",
 			rehearsalrecord.Annotation))
 	}
-	rec := rehearsalrecord.Record{RevisionBefore: c.Revision, KeysBefore: c.Now.Keys, LiveUnread: unread}
+	rec := pin(rehearsalrecord.Record{RevisionBefore: c.Revision, KeysBefore: c.Now.Keys, LiveUnread: unread}, pt)
 	if err := r.writeRecord(ctx, rj, rec); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "the rehearsal's start could not be recorded")
 		return ctrl.Result{}, r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
 			"the rehearsal's start could not be recorded on the RestoreJob (annotation %s: %v); the live cluster is not counted twice: "+
 				"create the dry run again", rehearsalrecord.Annotation, err))
 	}
-	msg := "rehearsing Backup " + rj.Spec.BackupRef.Name + " in a Job of its own; nothing live is changed"
+	msg := "rehearsing " + describe(rj, pt) + " in a Job of its own; nothing live is changed"
 	if unread != "" {
 		msg += "; the live cluster could not be read (" + unread + "), so the revision is raised by etcd's blind bump"
 	}
@@ -130,12 +130,12 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 
 // claim marks the rehearsal Running: from then on the live cluster is
 // not counted again.
-func (r *Reconciler) claim(ctx context.Context, rj *backupsv1alpha1.RestoreJob) error {
+func (r *Reconciler) claim(ctx context.Context, rj *backupsv1alpha1.RestoreJob, pt *pointRun) error {
 	base := rj.DeepCopy()
 	now := metav1.NewTime(r.now())
 	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
 	rj.Status.StartedAt = &now
-	msg := "rehearsing Backup " + rj.Spec.BackupRef.Name + " in a Job of its own; nothing live is changed"
+	msg := "rehearsing " + describe(rj, pt) + " in a Job of its own; nothing live is changed"
 	rj.Status.Message = msg
 	meta.SetStatusCondition(&rj.Status.Conditions, metav1.Condition{Type: backupsv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: string(backupsv1alpha1.ReasonRehearsing), Message: textlimit.Message(msg), ObservedGeneration: rj.Generation})
