@@ -111,3 +111,9 @@ func describe(rj *backupsv1alpha1.RestoreJob, p *pointRun) string {
 	}
 	return fmt.Sprintf("a restore to %s (base Backup %s at revision %d and the changes captured after it)", p.text, p.base.Name, p.point.Base.Revision)
 }
+
+// toAPoint reports whether rj asks for a point (its options now).
+func toAPoint(rj *backupsv1alpha1.RestoreJob) bool {
+	o, err := restoreoptions.Parse(rj.Spec.Options)
+	return err == nil && o.PointInTime != ""
+}

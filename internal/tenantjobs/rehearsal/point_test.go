@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -72,6 +73,7 @@ func dryRunTo(ns, name, backup, point string) *backupsv1alpha1.RestoreJob {
 // chain's segments as stored.
 type pointFixture struct {
 	ns          string
+	cli         *clientv3.Client
 	nightly     *backupsv1alpha1.Backup
 	base, point int64
 	store       changelog.Store
@@ -84,6 +86,7 @@ func newPointFixture(t *testing.T) pointFixture {
 	f := pointFixture{ns: newNamespace(t)}
 	deployApp(t, f.ns)
 	cli := liveEtcd(t, f.ns)
+	f.cli = cli
 	f.nightly, _ = backupOf(t, f.ns, "nightly", cli)
 	f.base = revision(t, cli)
 	inspected(t, f.nightly, f.base)

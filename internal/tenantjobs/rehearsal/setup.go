@@ -47,7 +47,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts controller.Options)
 		Complete(r)
 }
 
-// dryRunsOf: a Backup wakes the dry runs of its namespace that name it.
+// dryRunsOf: a Backup wakes the dry runs of its namespace that name it,
+// and those to a point (any Backup of theirs may be, or have been, their
+// base: point.go).
 func (r *Reconciler) dryRunsOf(c client.Reader) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var list backupsv1alpha1.RestoreJobList
@@ -58,7 +60,7 @@ func (r *Reconciler) dryRunsOf(c client.Reader) handler.MapFunc {
 		var out []reconcile.Request
 		for i := range list.Items {
 			rj := &list.Items[i]
-			if rj.Spec.BackupRef.Name == obj.GetName() && !rj.Status.Phase.IsTerminal() && restoreoptions.IsDryRun(rj) {
+			if (rj.Spec.BackupRef.Name == obj.GetName() || toAPoint(rj)) && !rj.Status.Phase.IsTerminal() && restoreoptions.IsDryRun(rj) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rj)})
 			}
 		}
