@@ -16,8 +16,6 @@ import (
 	"context"
 	"errors"
 
-	"k8s.io/apimachinery/pkg/types"
-
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
@@ -46,14 +44,6 @@ type Record struct {
 	// LiveUnread says why the live cluster could not be read (words a
 	// tenant may read); empty when it was.
 	LiveUnread string `json:"liveUnread,omitempty"`
-	// PointInTime is the point the dry run rehearses a restore to (its
-	// spec.options.pointInTime when it started), empty for the Backup as
-	// it was; Base and BaseUID pin the base Backup the driver chose for it
-	// (pointintime.Choose), so that neither a new Backup, a restart nor an
-	// edit of the options changes what it rehearses.
-	PointInTime string    `json:"pointInTime,omitempty"`
-	Base        string    `json:"base,omitempty"`
-	BaseUID     types.UID `json:"baseUID,omitempty"`
 	// Report is what a real restore would change, once the rehearsal
 	// ended; absent while it runs.
 	Report *driverv1alpha1.RehearsalReport `json:"report,omitempty"`

@@ -185,7 +185,7 @@ func TestManifestCommandsAgainstTheSandbox(t *testing.T) {
 		g.Expect(string(job.Spec.Options.Raw)).To(MatchJSON(`{"dryRun": true, "pointInTime": "600"}`))
 		g.Expect(job.Spec.BackupRef.Name).To(Equal("before"), "the newest Backup at or before revision 600")
 
-		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, PointInTime: "600", Base: "before", Report: &driverv1alpha1.RehearsalReport{
+		rec, err := json.Marshal(rehearsalrecord.Record{RevisionBefore: 700, Report: &driverv1alpha1.RehearsalReport{
 			RevisionBefore: 700, RevisionAfter: 600, NamespacesReturning: []string{"blog"}}})
 		g.Expect(err).NotTo(HaveOccurred())
 		job.Annotations = map[string]string{rehearsalrecord.Annotation: string(rec)}

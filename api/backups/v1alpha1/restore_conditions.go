@@ -288,10 +288,6 @@ const (
 	// --max-rehearsal-jobs-per-namespace in its namespace); nothing has
 	// started, and the message says which bound holds it (not terminal).
 	ReasonRehearsalQueued RestoreReason = "RehearsalQueued"
-	// ReasonNoBaseBackup: a dry run to a point found no good Backup of
-	// the application at or before the point (pointintime.ErrNoBase), or
-	// the base it pinned when it started is gone; terminal, nothing ran.
-	ReasonNoBaseBackup RestoreReason = "NoBaseBackup"
 )
 
 // ReasonDryRunChangeIgnored (condition and Warning Event): spec.options.

@@ -63,7 +63,7 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	msg = textlimit.Cut(msg, 1024)
 	now := metav1.NewTime(r.now())
 	if b != nil && strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
-		if err := r.recordOnBackup(ctx, b, &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, PointInTime: pointText(rj, rec),
+		if err := r.recordOnBackup(ctx, b, &driverv1alpha1.RehearsalRecord{RestoreJob: rj.Name, PointInTime: pointText(rj),
 			Succeeded: ok, CompletedAt: now, Message: msg}); err != nil {
 			return err
 		}
@@ -95,12 +95,9 @@ func (r *Reconciler) finish(ctx context.Context, rj *backupsv1alpha1.RestoreJob,
 	return nil
 }
 
-// pointText is the point rj rehearses, as its record pinned it or, before
-// that, as its options ask ("" for none).
-func pointText(rj *backupsv1alpha1.RestoreJob, rec *rehearsalrecord.Record) string {
-	if rec != nil {
-		return rec.PointInTime
-	}
+// pointText is the point rj rehearses, as its options ask ("" for
+// none): for the Backup's record, which people read.
+func pointText(rj *backupsv1alpha1.RestoreJob) string {
 	o, _ := restoreoptions.Parse(rj.Spec.Options)
 	return o.PointInTime
 }

@@ -69,6 +69,6 @@ func TestADryRunToAPointWhoseBaseIsDeletedEnds(t *testing.T) {
 
 	rj := waitEnd(t, f.ns, "pinned")
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonNoBaseBackup)))
+	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonPointBaseLost)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("nightly"))
 }

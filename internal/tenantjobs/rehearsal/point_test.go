@@ -2,6 +2,7 @@ package rehearsal
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,7 +21,6 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
@@ -118,8 +118,9 @@ func newPointFixture(t *testing.T) pointFixture {
 // point from the base at or before it (nightly) and its chain, replayed
 // in the Job (the real etcd-stage): namespace d, made before the point,
 // is there after; namespace b, deleted after the point, comes back; the
-// counts are those at the point. The base and the point are pinned in
-// the dry run's record and named in its status and on the base Backup.
+// counts are those at the point. The base is pinned on the RestoreJob
+// (pointintime's pin, as a restore's) and named with the point in its
+// status and on the base Backup.
 func TestDryRunToAPointReportsTheCountsAtThatPoint(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -139,12 +140,11 @@ func TestDryRunToAPointReportsTheCountsAtThatPoint(t *testing.T) {
 	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("a restore to %d (base Backup nightly at revision %d", f.point, f.base)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("bring back namespaces b"))
 
-	rec, ok, _, err := rehearsalrecord.Read(ctx, testKeys, rj)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(ok).To(BeTrue())
-	g.Expect(rec.PointInTime).To(Equal(fmt.Sprint(f.point)))
-	g.Expect(rec.Base).To(Equal("nightly"))
-	g.Expect(rec.BaseUID).To(Equal(f.nightly.UID))
+	var pin pointintime.Pin
+	g.Expect(json.Unmarshal([]byte(rj.Annotations[pointintime.PinAnnotation]), &pin)).To(Succeed())
+	g.Expect(pin.Point).To(Equal(fmt.Sprint(f.point)))
+	g.Expect(pin.Backup).To(Equal("nightly"))
+	g.Expect(pin.BackupUID).To(Equal(f.nightly.UID))
 
 	var jobs batchv1.JobList
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(f.ns))).To(Succeed())
@@ -187,7 +187,7 @@ func TestDryRunToAPointBeforeEveryBackupIsRefused(t *testing.T) {
 	create(t, dryRunTo(f.ns, "too-early", "nightly", fmt.Sprint(f.base-1)))
 	rj := waitEnd(t, f.ns, "too-early")
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
-	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonNoBaseBackup)))
+	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonNoBaseAtPoint)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("no base Backup at or before"))
 	var jobs batchv1.JobList
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(f.ns))).To(Succeed())

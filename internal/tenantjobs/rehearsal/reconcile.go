@@ -66,7 +66,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if recorded {
 		recp = &rec
 	}
-	pt, ref, err := r.pointOf(ctx, rj, b, rec, recorded)
+	pt, ref, err := r.pointOf(ctx, rj, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -76,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if pt != nil {
 		// The base is what is rehearsed, and what records it.
-		b = pt.base
+		b = pt.res.Base
 	}
 	spec, ref, err := r.preflight(ctx, rj, b)
 	if err != nil {
@@ -84,6 +84,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if ref != nil {
 		return ctrl.Result{}, r.fail(ctx, rj, b, recp, ref)
+	}
+	if pt != nil && !pt.res.Pinned {
+		return ctrl.Result{}, r.pin(ctx, rj, pt)
 	}
 	if !recorded {
 		return r.start(ctx, rj, b, pt)

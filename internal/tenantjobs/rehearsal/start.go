@@ -113,7 +113,7 @@ func (r *Reconciler) start(ctx context.Context, rj *backupsv1alpha1.RestoreJob, 
 				"what it counted, so the Job's revision floor is unknown; the live cluster is not counted twice: create the dry run again",
 			rehearsalrecord.Annotation))
 	}
-	rec := pin(rehearsalrecord.Record{RevisionBefore: c.Revision, KeysBefore: c.Now.Keys, LiveUnread: unread}, pt)
+	rec := rehearsalrecord.Record{RevisionBefore: c.Revision, KeysBefore: c.Now.Keys, LiveUnread: unread}
 	if err := r.writeRecord(ctx, rj, rec); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "the rehearsal's start could not be recorded")
 		return ctrl.Result{}, r.fail(ctx, rj, b, nil, refuse(backupsv1alpha1.ReasonRehearsalUnrecorded,
