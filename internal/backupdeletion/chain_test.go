@@ -1,0 +1,287 @@
+package backupdeletion
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
+	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/plankeeper"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+)
+
+// chained makes f's Backup the base of a chain at revision rev, as the
+// driver records it (a sha256, the provenance signature, a manifest the
+// driver signed), taken at takenAt for the Plan plan (if any), and writes
+// the chain's index and two segments where the capture writes them. It
+// returns the chain's keys.
+func chained(g Gomega, f *fixture, rev int64, takenAt time.Time, plan string) []string {
+	ctx := context.Background()
+	b := f.backup
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(b), b)).To(Succeed())
+	if plan != "" {
+		b.Labels = map[string]string{backupsv1alpha1.PlanNameLabel: plan}
+		b.Spec.PlanRef = &backupsv1alpha1.LocalObjectReference{Name: plan}
+	}
+	b.Spec.TakenAt = metav1.NewTime(takenAt)
+	b.Status.Artifact.Checksum = "sha256:" + strings.Repeat("ab", 32)
+	seal(g, b)
+	m := driverv1alpha1.BackupManifest{Revision: rev, Keys: 10, DBSizeBytes: 1 << 20, InspectedAt: metav1.NewTime(takenAt)}
+	g.Expect(provenance.SealManifest(ctx, keys, b, &m)).To(Succeed())
+	g.Expect(artifact.SetManifest(b, &m)).To(Succeed())
+	g.Expect(env.Client.Update(ctx, b)).To(Succeed())
+
+	prefix := changelog.ChainPrefix(f.key[:strings.LastIndex(f.key, "/")], rev)
+	out := []string{changelog.IndexKey(prefix), changelog.SegmentKey(prefix, 0, rev+1), changelog.SegmentKey(prefix, 1, rev+40)}
+	for _, k := range out {
+		put(g, k)
+	}
+	return out
+}
+
+func put(g Gomega, key string) {
+	_, err := s3.PutObject(context.Background(), bucket, key, bytes.NewReader([]byte("x")), 1, minio.PutObjectOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
+func existing(g Gomega, keys ...string) []string {
+	var out []string
+	for _, k := range keys {
+		if objectExists(g, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Deleting a Backup with policy Delete deletes the chain that follows it
+// with its snapshot; another Backup's chain, and keys that only look like
+// the chain's (its prefix without the slash, with more digits or letters
+// after the revision), stay.
+func TestDeletePolicyDeletesTheChainOnly(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	t0 := time.Now().Add(-time.Hour)
+	old := newFixture(g, ns, "b-old", driverv1alpha1.DeletionPolicyDelete)
+	oldChain := chained(g, old, 100, t0, "")
+	newer := newFixture(g, ns, "b-new", driverv1alpha1.DeletionPolicyDelete)
+	newChain := chained(g, newer, 200, t0.Add(time.Minute), "")
+	dir := ns + "/etcd/changes/"
+	lookAlikes := []string{dir + "100", dir + "100x/index.json", dir + "1000/index.json", dir + "10/index.json", ns + "/other/changes/100/index.json"}
+	for _, k := range lookAlikes {
+		put(g, k)
+	}
+	h := newHarness()
+
+	deleteBackup(g, h, old.backup)
+	g.Expect(h.reconcile(old.backup)).To(Succeed())
+
+	g.Expect(gone(g, old.backup)).To(BeTrue())
+	g.Expect(existing(g, append(oldChain, old.key)...)).To(BeEmpty(), "the deleted Backup's chain and snapshot")
+	g.Expect(existing(g, append(newChain, newer.key)...)).To(HaveLen(4), "the kept Backup's chain and snapshot")
+	g.Expect(existing(g, lookAlikes...)).To(Equal(lookAlikes))
+	g.Expect(h.events()).To(And(ContainSubstring("ChainDeleted"), ContainSubstring("deleted the 3 objects"), ContainSubstring(dir+"100/")))
+}
+
+// Retain keeps the chain with the snapshot.
+func TestRetainPolicyKeepsTheChain(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-retain", driverv1alpha1.DeletionPolicyRetain)
+	chain := chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+
+	deleteBackup(g, h, f.backup)
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+
+	g.Expect(gone(g, f.backup)).To(BeTrue())
+	g.Expect(existing(g, append(chain, f.key)...)).To(HaveLen(4))
+}
+
+// crashing fails the snapshot's delete, as a driver stopping between the
+// chain and the snapshot would leave it; failUnder fails the chain's.
+type crashing struct {
+	s3object.Store
+	failUnder error
+	unders    int
+}
+
+func (c *crashing) Delete(context.Context, s3object.Location, s3object.Credentials) error {
+	return errors.New("the driver stopped here")
+}
+
+func (c *crashing) DeleteUnder(ctx context.Context, loc s3object.Location, creds s3object.Credentials, max int) (int, error) {
+	c.unders++
+	if c.failUnder != nil {
+		return 0, c.failUnder
+	}
+	return c.Store.DeleteUnder(ctx, loc, creds, max)
+}
+
+// A cleanup that stopped after the chain and before the snapshot resumes:
+// the chain is found empty, the snapshot deleted, the Backup released. A
+// chain whose delete fails is reported, retried, and keeps the snapshot.
+func TestAStoppedChainDeletionResumes(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-crash", driverv1alpha1.DeletionPolicyDelete)
+	chain := chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+	deleteBackup(g, h, f.backup)
+
+	h.r.Objects = &crashing{Store: s3object.Store{Policy: loopback, AllowHTTP: true}, failUnder: errors.New("S3 said no")}
+	err := h.reconcile(f.backup)
+	g.Expect(err).To(MatchError(ContainSubstring("S3 said no")))
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse())
+	g.Expect(h.events()).To(ContainSubstring(backupsv1alpha1.BackupReasonChainDeleteFailed))
+	g.Expect(existing(g, append(chain, f.key)...)).To(HaveLen(4), "nothing goes while the chain cannot")
+	g.Expect(cleanupReason(g, f.backup)).To(Equal(backupsv1alpha1.BackupReasonChainDeleteFailed))
+
+	h.r.Objects = &crashing{Store: s3object.Store{Policy: loopback, AllowHTTP: true}}
+	g.Expect(h.reconcile(f.backup)).NotTo(Succeed())
+	g.Expect(existing(g, chain...)).To(BeEmpty())
+	g.Expect(existing(g, f.key)).To(HaveLen(1))
+	g.Expect(gone(g, f.backup)).To(BeFalse())
+	g.Expect(gone(g, f.snapshot)).To(BeFalse())
+
+	h.r.Objects = nil
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(existing(g, f.key)).To(BeEmpty())
+	g.Expect(gone(g, f.backup)).To(BeTrue())
+	g.Expect(gone(g, f.snapshot)).To(BeTrue())
+}
+
+// endless finds one more object under the chain every time, as a chain
+// still being written into would.
+type endless struct{ crashing }
+
+func (e *endless) DeleteUnder(context.Context, s3object.Location, s3object.Credentials, int) (int, error) {
+	e.unders++
+	return 1, nil
+}
+
+// A chain that never empties holds one attempt for chainBatches listings,
+// then is reported and retried with backoff, never deleting the snapshot.
+func TestAChainThatNeverEmptiesIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-endless", driverv1alpha1.DeletionPolicyDelete)
+	chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+	deleteBackup(g, h, f.backup)
+	e := &endless{}
+	h.r.Objects = e
+
+	err := h.reconcile(f.backup)
+	g.Expect(err).To(MatchError(errChainNotEmpty))
+	g.Expect(errors.Is(err, reconcile.TerminalError(nil))).To(BeFalse())
+	g.Expect(e.unders).To(Equal(chainBatches))
+	g.Expect(cleanupReason(g, f.backup)).To(Equal(backupsv1alpha1.BackupReasonChainDeleteFailed))
+	g.Expect(existing(g, f.key)).To(HaveLen(1))
+	g.Expect(gone(g, f.backup)).To(BeFalse())
+}
+
+func cleanupReason(g Gomega, b *backupsv1alpha1.Backup) string {
+	var cur backupsv1alpha1.Backup
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(b), &cur)).To(Succeed())
+	cond := meta.FindStatusCondition(cur.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
+	g.Expect(cond).NotTo(BeNil())
+	return cond.Reason
+}
+
+// Retention pruning a Backup of a Plan deletes its chain with it (the
+// retention deletes the Backup; its finalizer deletes the rest), and keeps
+// the chain of the Backup it keeps.
+func TestRetentionDeletesThePrunedBackupsChain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	class := &backupsv1alpha1.BackupClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
+		Spec: backupsv1alpha1.BackupClassSpec{Strategies: []backupsv1alpha1.BackupClassStrategy{{
+			Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: ptr.To(strategyv1alpha1.GroupVersion.Group), Kind: "Etcd", Name: "s3"},
+		}}},
+	}
+	g.Expect(client.IgnoreAlreadyExists(env.Client.Create(ctx, class))).To(Succeed())
+	plan := &backupsv1alpha1.Plan{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly", Annotations: map[string]string{planpolicy.RetentionKeepLast: "1"}},
+		Spec: backupsv1alpha1.PlanSpec{ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"},
+			BackupClassName: "etcd", Schedule: backupsv1alpha1.PlanSchedule{Cron: "@yearly"}},
+	}
+	g.Expect(env.Client.Create(ctx, plan)).To(Succeed())
+	t0 := time.Now().Add(-2 * time.Hour)
+	old := newFixture(g, ns, "nightly-1", driverv1alpha1.DeletionPolicyDelete)
+	oldChain := chained(g, old, 100, t0, plan.Name)
+	kept := newFixture(g, ns, "nightly-2", driverv1alpha1.DeletionPolicyDelete)
+	keptChain := chained(g, kept, 200, t0.Add(time.Hour), plan.Name)
+	h := newHarness()
+	for _, f := range []*fixture{old, kept} {
+		g.Expect(h.reconcile(f.backup)).To(Succeed()) // the finalizer
+	}
+
+	keeper := &plankeeper.Reconciler{Client: env.Client, APIReader: env.Client, Recorder: events.NewFakeRecorder(100),
+		Clock: clock.RealClock{}, Keys: keys}
+	_, err := keeper.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(plan)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old.backup), old.backup)).To(Succeed())
+	g.Expect(old.backup.DeletionTimestamp).NotTo(BeNil(), "retention deletes the older Backup")
+
+	g.Expect(h.reconcile(old.backup)).To(Succeed())
+	g.Expect(gone(g, old.backup)).To(BeTrue())
+	g.Expect(existing(g, append(oldChain, old.key)...)).To(BeEmpty())
+	g.Expect(gone(g, kept.backup)).To(BeFalse())
+	g.Expect(existing(g, append(keptChain, kept.key)...)).To(HaveLen(4))
+}
+
+// recordingBroker stands in for the credential broker (credbroker.Broker,
+// tested on MinIO in its package) of a brokered strategy: it hands the
+// platform's key for the keys it is asked about, and records them.
+type recordingBroker struct{ asked []string }
+
+func (b *recordingBroker) DeletionKey(_ context.Context, _, _, _, key string) (s3object.Credentials, bool, error) {
+	b.asked = append(b.asked, key)
+	return s3object.Credentials{AccessKeyID: "AKID", SecretAccessKey: "SECRET"}, true, nil
+}
+
+// With a brokered strategy, the broker is asked for the chain's folder as
+// well as the snapshot: it hands a key only for what lies in the tenant's
+// scope.
+func TestTheBrokerIsAskedForTheChainsFolder(t *testing.T) {
+	g := NewWithT(t)
+	ns := newNamespace(g)
+	f := newFixture(g, ns, "b-brokered", driverv1alpha1.DeletionPolicyDelete)
+	chain := chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+	broker := &recordingBroker{}
+	h.r.Broker = broker
+	deleteBackup(g, h, f.backup)
+
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(broker.asked).To(Equal([]string{f.key, ns + "/etcd/changes/100/"}))
+	g.Expect(existing(g, append(chain, f.key)...)).To(BeEmpty())
+}
