@@ -109,6 +109,9 @@ func (r *Reconciler) show(ctx context.Context, p *backupsv1alpha1.Plan, rec *dri
 		// gets the latest start the driver can vouch for.
 		st.Window = &driverv1alpha1.CaptureWindow{From: rec.CreationTimestamp, FromBackup: rec.Spec.BaseBackup}
 	}
+	if err := r.keepStart(ctx, p, st.Window); err != nil {
+		return ctrl.Result{}, err
+	}
 	current := st.BaseRevision == rec.Spec.BaseRevision && st.UpdatedAt != nil
 	if st.Window != nil && current {
 		if d := durable(st); d != nil {
