@@ -71,7 +71,7 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 	if b.Annotations[SkipObjectDeletionAnnotation] == "true" {
 		out.object = objectSkipped
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeletionSkipped", "Cleanup",
-			"kept the stored snapshot although the deletion policy is Delete, because %s is \"true\"", SkipObjectDeletionAnnotation)
+			"kept the stored snapshot (and the chain of captured changes that follows it, if any) although the deletion policy is Delete, because %s is \"true\"", SkipObjectDeletionAnnotation)
 		return out, nil
 	}
 
