@@ -49,8 +49,9 @@ type ObjectDeleter interface {
 
 // deleteObject removes the Backup's S3 object, and before it the chain of
 // captured changes that follows the Backup, when the driver verifies it
-// recorded the Backup, its recorded policy is Delete, and no admin asked to
-// skip it (Retain and the annotation keep both). An unverified Backup's object is kept whatever it claims.
+// recorded the Backup, its recorded policy is Delete, and no admin asked
+// to skip it (Retain and the annotation keep both). An unverified Backup's
+// object is kept whatever it claims.
 // Failures that a retry can fix are plain errors (backoff); an endpoint the
 // policy refuses stops the cleanup until an admin sets
 // SkipObjectDeletionAnnotation.
