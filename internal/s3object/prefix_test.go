@@ -3,6 +3,7 @@ package s3object
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -76,6 +77,9 @@ func TestDeleteUnderEmptiesOneFolderOnly(t *testing.T) {
 		if _, err := store.DeleteUnder(ctx, l, good, 2); err == nil {
 			t.Fatalf("DeleteUnder(%q) is not refused", bad)
 		}
+	}
+	if _, err := (Store{AllowHTTP: true}).DeleteUnder(ctx, loc, good, 2); !errors.Is(err, ErrRefused) {
+		t.Fatalf("DeleteUnder against loopback without an allowed range = %v", err)
 	}
 	if _, err := store.DeleteUnder(ctx, loc, good, MaxDeleteBatch+1); err == nil {
 		t.Fatal("a batch above MaxDeleteBatch is not refused")
