@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
@@ -11,15 +12,47 @@ import (
 )
 
 // chainBatches bounds one attempt at deleting a chain: at most this many
-// batches of s3object.MaxDeleteBatch objects (a day of segments at the
-// default 10 s is 8,640). A chain that still has objects after it (a
-// capture still writing into it, a tenant filling its prefix) is
-// reported and tried again after the controller's backoff, so nobody can
-// keep a deletion listing forever.
+// batches of s3object.MaxDeleteBatch objects (a day busy enough for a
+// segment every default 10 s is 8,640). A chain that still has objects
+// after it (a capture still writing into it, a tenant filling its prefix)
+// is reported and tried again after the controller's backoff, so nobody
+// can keep a deletion listing forever.
 const chainBatches = 20
 
 // errChainNotEmpty: the chain still had objects after chainBatches.
 var errChainNotEmpty = errors.New("objects are still being found under the chain's prefix")
+
+// chainSettle is how long after a chained Backup's deletion began its
+// cleanup waits before it lists the chain a last time and deletes the
+// snapshot. A capture that followed this Backup is rolled onto another
+// base or stopped as soon as the Backup is being deleted (the capture
+// controller), and on SIGTERM it uploads what it holds, killed at the
+// latest 30 s later (the Pod's grace period): what it wrote meanwhile is
+// under the chain's prefix by then. A timer on a deadline, not a poll.
+const chainSettle = time.Minute
+
+// settling is returned while the chain's last listing waits for
+// chainSettle; the Reconcile asks to be called again after it.
+type settling struct{ after time.Duration }
+
+func (s *settling) Error() string {
+	return fmt.Sprintf("the chain's last listing waits %s for a capture's last upload", s.after)
+}
+
+// settleLeft is how long b's cleanup still waits for chainSettle, or 0.
+func (r *Reconciler) settleLeft(b *backupsv1alpha1.Backup) time.Duration {
+	if b.DeletionTimestamp == nil {
+		return 0
+	}
+	return max(b.DeletionTimestamp.Add(chainSettle).Sub(r.now()), 0)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
 
 // chainFolder is the folder holding the chain of captured changes that
 // follows b, in the bucket of its snapshot loc (pointintime.ChainOf, the

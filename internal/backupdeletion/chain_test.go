@@ -12,6 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -203,4 +205,40 @@ func cleanupReason(g Gomega, b *backupsv1alpha1.Backup) string {
 	cond := meta.FindStatusCondition(cur.Status.Conditions, backupsv1alpha1.BackupConditionCleanup)
 	g.Expect(cond).NotTo(BeNil())
 	return cond.Reason
+}
+
+// A capture rolled or stopped because its base is being deleted uploads
+// what it holds on SIGTERM: the cleanup deletes the chain at once, then
+// lists it a last time chainSettle after the deletion began, before it
+// deletes the snapshot, so a late segment goes too.
+func TestALateUploadIsDeletedWithTheChain(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-late", driverv1alpha1.DeletionPolicyDelete)
+	chain := chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+	deleteBackup(g, h, f.backup)
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+	clk := clocktesting.NewFakePassiveClock(f.backup.DeletionTimestamp.Time)
+	h.r.Clock = clk
+
+	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(f.backup)})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.RequeueAfter).To(Equal(chainSettle))
+	g.Expect(existing(g, chain...)).To(BeEmpty())
+	g.Expect(existing(g, f.key)).To(HaveLen(1), "the snapshot waits for the last listing")
+	g.Expect(gone(g, f.backup)).To(BeFalse())
+
+	prefix := ns + "/etcd/changes/100"
+	late := []string{changelog.SegmentKey(prefix, 2, 180), changelog.IndexKey(prefix)}
+	for _, k := range late {
+		put(g, k)
+	}
+	clk.SetTime(f.backup.DeletionTimestamp.Add(chainSettle))
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(existing(g, late...)).To(BeEmpty())
+	g.Expect(existing(g, f.key)).To(BeEmpty())
+	g.Expect(gone(g, f.backup)).To(BeTrue())
 }

@@ -120,6 +120,11 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ChainDeleted", "Cleanup",
 				"deleted the %d objects of the chain of captured changes under %s (deletion policy Delete)", n, folder)
 		}
+		// In a namespace being deleted the capture goes too, and the
+		// namespace is not held for it.
+		if left := r.settleLeft(b); left > 0 && !r.namespaceTerminating(ctx, b.Namespace) {
+			return out, &settling{after: left}
+		}
 	}
 	if err := deleter.Delete(ctx, loc, creds); err != nil {
 		return r.deleteFailed(ctx, b, out, loc, backupsv1alpha1.BackupReasonObjectDeleteFailed, err)
