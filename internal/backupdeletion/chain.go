@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 )
@@ -39,12 +42,27 @@ func (s *settling) Error() string {
 	return fmt.Sprintf("the chain's last listing waits %s for a capture's last upload", s.after)
 }
 
-// settleLeft is how long b's cleanup still waits for chainSettle, or 0.
-func (r *Reconciler) settleLeft(b *backupsv1alpha1.Backup) time.Duration {
+// settleLeft is how long b's cleanup still waits for chainSettle, or 0:
+// only while a capture may write, that is while any capture record
+// (CaptureProgress, read live: the capture controller may be off here) is
+// in b's namespace; without capture, a Backup whose manifest is signed
+// has no chain being written, and its deletion does not wait.
+func (r *Reconciler) settleLeft(ctx context.Context, b *backupsv1alpha1.Backup) (time.Duration, error) {
 	if b.DeletionTimestamp == nil {
-		return 0
+		return 0, nil
 	}
-	return max(b.DeletionTimestamp.Add(chainSettle).Sub(r.now()), 0)
+	left := max(b.DeletionTimestamp.Add(chainSettle).Sub(r.now()), 0)
+	if left == 0 {
+		return 0, nil
+	}
+	var records driverv1alpha1.CaptureProgressList
+	if err := r.APIReader.List(ctx, &records, client.InNamespace(b.Namespace), client.Limit(1)); err != nil {
+		return 0, fmt.Errorf("list CaptureProgresses in %s: %w", b.Namespace, err)
+	}
+	if len(records.Items) == 0 {
+		return 0, nil
+	}
+	return left, nil
 }
 
 func (r *Reconciler) now() time.Time {

@@ -208,9 +208,10 @@ func cleanupReason(g Gomega, b *backupsv1alpha1.Backup) string {
 }
 
 // A capture rolled or stopped because its base is being deleted uploads
-// what it holds on SIGTERM: the cleanup deletes the chain at once, then
-// lists it a last time chainSettle after the deletion began, before it
-// deletes the snapshot, so a late segment goes too.
+// what it holds on SIGTERM: where a capture runs, the cleanup deletes the
+// chain at once, then lists it a last time chainSettle after the deletion
+// began, before it deletes the snapshot, so a late segment goes too.
+// Where none runs, nothing waits.
 func TestALateUploadIsDeletedWithTheChain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -218,6 +219,12 @@ func TestALateUploadIsDeletedWithTheChain(t *testing.T) {
 	createSecret(g, ns)
 	f := newFixture(g, ns, "b-late", driverv1alpha1.DeletionPolicyDelete)
 	chain := chained(g, f, 100, time.Now(), "")
+	// A capture runs in the namespace (its record is what the cleanup
+	// looks for).
+	g.Expect(env.Client.Create(ctx, &driverv1alpha1.CaptureProgress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-capture-x"},
+		Spec:       driverv1alpha1.CaptureProgressSpec{Plan: "daily", BaseBackup: f.backup.Name, BaseRevision: 100},
+	})).To(Succeed())
 	h := newHarness()
 	deleteBackup(g, h, f.backup)
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
@@ -240,5 +247,24 @@ func TestALateUploadIsDeletedWithTheChain(t *testing.T) {
 	g.Expect(h.reconcile(f.backup)).To(Succeed())
 	g.Expect(existing(g, late...)).To(BeEmpty())
 	g.Expect(existing(g, f.key)).To(BeEmpty())
+	g.Expect(gone(g, f.backup)).To(BeTrue())
+}
+
+// Without a capture in the namespace (every inspected Backup has a signed
+// revision, most have no chain being written), the cleanup does not wait.
+func TestWithoutACaptureNothingWaits(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	createSecret(g, ns)
+	f := newFixture(g, ns, "b-nocapture", driverv1alpha1.DeletionPolicyDelete)
+	chain := chained(g, f, 100, time.Now(), "")
+	h := newHarness()
+	deleteBackup(g, h, f.backup)
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(f.backup), f.backup)).To(Succeed())
+	h.r.Clock = clocktesting.NewFakePassiveClock(f.backup.DeletionTimestamp.Time)
+
+	g.Expect(h.reconcile(f.backup)).To(Succeed())
+	g.Expect(existing(g, append(chain, f.key)...)).To(BeEmpty())
 	g.Expect(gone(g, f.backup)).To(BeTrue())
 }

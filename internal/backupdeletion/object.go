@@ -122,7 +122,11 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 		}
 		// In a namespace being deleted the capture goes too, and the
 		// namespace is not held for it.
-		if left := r.settleLeft(b); left > 0 && !r.namespaceTerminating(ctx, b.Namespace) {
+		left, err := r.settleLeft(ctx, b)
+		if err != nil {
+			return out, err
+		}
+		if left > 0 && !r.namespaceTerminating(ctx, b.Namespace) {
 			return out, &settling{after: left}
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
@@ -19,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -76,10 +74,7 @@ var loopback, _ = endpointpolicy.Parse(testenv.LoopbackCIDRs)
 
 func newHarness() *harness {
 	rec := events.NewFakeRecorder(1000)
-	// An hour on: past every chain's settle (TestALateUploadIsDeletedWithTheChain
-	// steps a clock of its own).
-	later := clocktesting.NewFakePassiveClock(time.Now().Add(time.Hour))
-	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, Keys: keys, Policy: loopback, Clock: later}, rec: rec}
+	return &harness{r: &Reconciler{Client: env.Client, APIReader: env.Client, Recorder: rec, Keys: keys, Policy: loopback}, rec: rec}
 }
 
 // seal signs b as the driver does when it records a Backup.
