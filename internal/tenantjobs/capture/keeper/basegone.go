@@ -17,7 +17,8 @@ import (
 // internal/backupdeletion) or is no longer good, and no other base
 // replaces it. Left running, the capture would go on writing into the
 // prefix of a chain nobody can restore from and nobody will delete. The
-// record stays and says so, the lag goes on counting; the Plan's next
+// record stays and says so, without a window (nothing is recoverable),
+// and the lag goes on counting; the Plan's next
 // good, inspected Backup starts the capture again (ensure makes the
 // Deployment and its grant anew).
 func (r *Reconciler) baseGone(ctx context.Context, p *backupsv1alpha1.Plan, rec *driverv1alpha1.CaptureProgress, sp strategypolicy.Policy) error {
@@ -28,5 +29,8 @@ func (r *Reconciler) baseGone(ctx context.Context, p *backupsv1alpha1.Plan, rec 
 	lags.set(p.Namespace, p.Name, reference(rec.Status.Window, rec), sp.PointInTime.MaxLag)
 	msg := fmt.Sprintf("Backup %s, the base of the chain, is gone or no longer good, and the Plan has no other good, inspected Backup: "+
 		"the capture is stopped until the next one", rec.Spec.BaseBackup)
-	return r.setCondition(ctx, p, rec, rec.DeepCopy(), metav1.ConditionFalse, driverv1alpha1.CaptureReasonBaseGone, msg)
+	// Nothing is recoverable without a base: no window is shown.
+	before := rec.DeepCopy()
+	rec.Status.Window = nil
+	return r.setCondition(ctx, p, rec, before, metav1.ConditionFalse, driverv1alpha1.CaptureReasonBaseGone, msg)
 }

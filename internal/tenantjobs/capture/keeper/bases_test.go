@@ -77,6 +77,7 @@ func TestACaptureWithoutABaseStops(t *testing.T) {
 	cond := meta.FindStatusCondition(h.record(p).Status.Conditions, driverv1alpha1.CaptureConditionCapturing)
 	h.g.Expect(cond.Reason).To(Equal(driverv1alpha1.CaptureReasonBaseGone), cond.Message)
 	h.g.Expect(cond.Message).To(ContainSubstring("Backup b1"))
+	h.g.Expect(h.record(p).Status.Window).To(BeNil(), "a window from a Backup that is gone")
 	h.g.Expect(strings.Join(h.events(), "\n")).To(ContainSubstring(driverv1alpha1.CaptureReasonBaseGone))
 
 	h.backup("b2", 30, 150)
@@ -86,5 +87,6 @@ func TestACaptureWithoutABaseStops(t *testing.T) {
 	d, err := h.deployment(rec.Name)
 	h.g.Expect(err).NotTo(HaveOccurred())
 	h.g.Expect(arg(d, "base-revision")).To(Equal("150"))
+	h.g.Expect(rec.Status.Window.FromBackup).To(Equal("b2"))
 	h.expectGrant(rec.Name)
 }
