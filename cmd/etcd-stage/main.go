@@ -59,6 +59,7 @@ func main() {
 		}
 		code = capturestep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
+		_, _ = memlimit.Apply("/sys/fs/cgroup", 0.9) // a restore to a point runs a scratch etcd in this process
 		code = stagingstep.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	}
 	stop()
