@@ -176,6 +176,7 @@ func TestDryRunToAPointOfACorruptedChainFails(t *testing.T) {
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
 	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonRehearsalFailed)))
 	g.Expect(rj.Status.Message).To(ContainSubstring(string(pointreplay.ReasonChainChecksum)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("of a restore to %d (base Backup nightly", f.point)))
 }
 
 // A point before every Backup has no base: the dry run is refused before

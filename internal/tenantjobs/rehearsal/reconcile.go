@@ -136,6 +136,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.succeed(ctx, rj, b, rec, rep, pt)
 	}
 	msg := "the rehearsal Job " + job.Name + " failed"
+	if pt != nil {
+		msg = "the rehearsal Job " + job.Name + " of " + describe(rj, pt) + " failed"
+	}
 	switch {
 	case reportErr == nil && rep.Outcome != step.OutcomeRehearsed:
 		msg += ": " + string(rep.Reason) + ": " + rep.Message
