@@ -76,8 +76,11 @@ type pointFixture struct {
 	cli         *clientv3.Client
 	nightly     *backupsv1alpha1.Backup
 	base, point int64
-	store       changelog.Store
-	segments    []pointchain.Segment
+	// at is when the chain's revisions up to the point were received;
+	// the later ones came 10 s after.
+	at       time.Time
+	store    changelog.Store
+	segments []pointchain.Segment
 }
 
 func newPointFixture(t *testing.T) pointFixture {
@@ -98,16 +101,22 @@ func newPointFixture(t *testing.T) pointFixture {
 	del(t, cli, "/registry/namespaces/b")
 	del(t, cli, "/registry/pods/b/")
 	at := time.Now()
+	f.at = at
 	var base changelog.Base
 	f.store, base = chainOf(t, f.nightly, f.base)
 	f.segments = pointchain.Upload(ctx, t, f.store, base,
 		[]changelog.Revision{pointchain.Put(f.base+1, at, "/registry/namespaces/d", "{}"), pointchain.Put(f.base+2, at, "/registry/pods/d/p0", "{}")},
-		[]changelog.Revision{pointchain.Delete(f.base+3, at, "/registry/namespaces/b"),
-			pointchain.Delete(f.base+4, at, "/registry/pods/b/p0", "/registry/pods/b/p1", "/registry/pods/b/p2")})
+		[]changelog.Revision{pointchain.Delete(f.base+3, at.Add(10*time.Second), "/registry/namespaces/b"),
+			pointchain.Delete(f.base+4, at.Add(10*time.Second), "/registry/pods/b/p0", "/registry/pods/b/p1", "/registry/pods/b/p2")})
 	if f.point != f.base+2 || revision(t, cli) != f.base+4 {
 		t.Fatalf("the live etcd's revisions (point %d, now %d) are not the chain's (base %d)", f.point, revision(t, cli), f.base)
 	}
 	evening, _ := backupOf(t, f.ns, "evening", cli)
+	// Taken after the chain's last change.
+	evening.Spec.TakenAt = metav1.NewTime(at.Add(20 * time.Second))
+	if err := provenance.Seal(ctx, testKeys, evening); err != nil {
+		t.Fatal(err)
+	}
 	inspected(t, evening, f.base+4)
 	create(t, evening)
 	return f
@@ -194,4 +203,24 @@ func TestDryRunToAPointBeforeEveryBackupIsRefused(t *testing.T) {
 	g.Expect(k.List(ctx, &jobs, client.InNamespace(f.ns))).To(Succeed())
 	g.Expect(jobs.Items).To(BeEmpty())
 	g.Expect(censusesOf(f.ns)).To(BeZero())
+}
+
+// A point given as a time: the newest revision received at or before it
+// (namespace d there, b not yet deleted), from the base taken at or
+// before it.
+func TestDryRunToATimeReportsTheCountsAtThatTime(t *testing.T) {
+	g := NewWithT(t)
+	f := newPointFixture(t)
+	point := f.at.Add(5 * time.Second).UTC().Format(time.RFC3339)
+	create(t, dryRunTo(f.ns, "to-time", "evening", point))
+	rj := waitEnd(t, f.ns, "to-time")
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), "%s: %s", readyOf(rj).Reason, rj.Status.Message)
+	rep := reportOf(t, rj)
+	g.Expect(rep.NamespacesReturning).To(Equal([]string{"b"}))
+	g.Expect(rep.NamespacesVanishing).To(BeEmpty())
+	g.Expect(rj.Status.Message).To(ContainSubstring("a restore to " + point + " (base Backup nightly"))
+	var jobs batchv1.JobList
+	g.Expect(k.List(context.Background(), &jobs, client.InNamespace(f.ns))).To(Succeed())
+	g.Expect(jobs.Items).To(HaveLen(1))
+	g.Expect(jobs.Items[0].Spec.Template.Spec.Containers[0].Args).To(ContainElement(HavePrefix("--to-time=")))
 }
