@@ -104,8 +104,8 @@ func TestRestoreToRefusesWhatCannotBeRestored(t *testing.T) {
 }
 
 // Where a RestoreJob is printed, its point is too, sanitised as all a
-// tenant writes: the dry run's result, and a Backup's last rehearsal in
-// show.
+// tenant writes: the dry run's result, a restore's result, and a
+// Backup's last rehearsal in show.
 func TestThePointIsShownWhereARestoreJobIs(t *testing.T) {
 	g := NewWithT(t)
 	e, out, _ := fakeEnv()
@@ -119,6 +119,13 @@ func TestThePointIsShownWhereARestoreJobIs(t *testing.T) {
 	g.Expect(e.rehearsalResult(job)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("Rehearsal tenant-a/r of Backup monday to 2026-12-06T17:00:00Z succeeded: rehearsed"))
 	g.Expect(out.String()).To(ContainSubstring("A restore to 2026-12-06T17:00:00Z would change:"))
+
+	out.Reset()
+	restore := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "back"},
+		Spec:   backupsv1alpha1.RestoreJobSpec{Options: (restoreoptions.Options{PointInTime: "4711"}).Raw()},
+		Status: backupsv1alpha1.RestoreJobStatus{Phase: backupsv1alpha1.RestoreJobPhaseSucceeded, Message: "restored"}}
+	g.Expect(e.restoreResult(restore, "etcd", "")).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring("RestoreJob tenant-a/back to revision 4711 succeeded: restored"))
 
 	b := readyBackup("tenant-a", "b1", "etcd", 2*time.Hour)
 	g.Expect(artifact.SetLastRehearsal(payloadOf(b), &driverv1alpha1.RehearsalRecord{RestoreJob: "r", Succeeded: true,

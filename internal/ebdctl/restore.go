@@ -303,10 +303,14 @@ func (e *env) restoreResult(job *backupsv1alpha1.RestoreJob, app, safety string)
 		return e.rehearsalResult(job)
 	}
 	out := e.streams.Out
+	to := ""
+	if p := pointOf(job); p != "" {
+		to = " to " + p
+	}
 	if job.Status.Phase == backupsv1alpha1.RestoreJobPhaseSucceeded {
-		fmt.Fprintf(out, "RestoreJob %s/%s succeeded: %s\n", job.Namespace, job.Name, oneLine(job.Status.Message))
+		fmt.Fprintf(out, "RestoreJob %s/%s%s succeeded: %s\n", job.Namespace, job.Name, to, oneLine(job.Status.Message))
 	} else {
-		fmt.Fprintf(out, "RestoreJob %s/%s failed: %s\n", job.Namespace, job.Name, oneLine(job.Status.Message))
+		fmt.Fprintf(out, "RestoreJob %s/%s%s failed: %s\n", job.Namespace, job.Name, to, oneLine(job.Status.Message))
 	}
 	switch c := meta.FindStatusCondition(job.Status.Conditions, backupsv1alpha1.RestoreConditionSafetyBackup); {
 	case safety != "":
