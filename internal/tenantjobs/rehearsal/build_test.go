@@ -11,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
@@ -112,6 +115,42 @@ func TestOwnedRefusesLookAlikes(t *testing.T) {
 		mutate(&j.Spec.Template.Spec, &j.ObjectMeta)
 		if tenantjobs.Mine(j, want) {
 			t.Errorf("%s: a look-alike is taken for the driver's Job", name)
+		}
+	}
+}
+
+// A dry run to a point: its Job's arguments carry the point (the staging
+// step replays to it), and its Pod has the memory and the room the replay
+// takes, by staging's rule for the staging Job; without a point, neither.
+func TestAPointIsReplayedInTheRehearsalJob(t *testing.T) {
+	s := spec()
+	s.Object.SHA256 = strings.Repeat("ab", 32)
+	p := pointreplay.Point{Chain: changelog.ChainPrefix("tenant-a/etcd", 1200), Base: changelog.Base{Revision: 1200, SHA256: s.Object.SHA256},
+		Target: changelog.Target{Revision: 1400}}
+	plain := Build(s, owner())
+	s.Point = &p
+	job := Build(s, owner())
+	c := job.Spec.Template.Spec.Containers[0]
+	o, err := step.Parse(c.Args[1:], &bytes.Buffer{})
+	if err != nil || o.Staging.Point != p {
+		t.Fatalf("parsed point %+v, %v", o.Staging.Point, err)
+	}
+	if got, want := c.Resources.Limits[corev1.ResourceMemory], staging.PointMemoryLimit(s.Object.Size); got.Value() != want {
+		t.Errorf("memory limit %s, want %d (the replay's)", got.String(), want)
+	}
+	if got, want := *job.Spec.Template.Spec.Volumes[0].EmptyDir.SizeLimit, 5*s.Object.Size+256<<20+staging.PointChangesRoom; got.Value() != want {
+		t.Errorf("work dir %s, want %d", got.String(), want)
+	}
+	pc := plain.Spec.Template.Spec.Containers[0]
+	if got := pc.Resources.Limits[corev1.ResourceMemory]; got.Cmp(resource.MustParse(MemoryLimit)) != 0 {
+		t.Errorf("without a point: memory limit %s", got.String())
+	}
+	if got := *plain.Spec.Template.Spec.Volumes[0].EmptyDir.SizeLimit; got.Value() != 3*s.Object.Size+256<<20 {
+		t.Errorf("without a point: work dir %s", got.String())
+	}
+	for _, a := range pc.Args {
+		if strings.HasPrefix(a, "--chain") || strings.HasPrefix(a, "--to-") {
+			t.Errorf("without a point: argument %s", a)
 		}
 	}
 }
