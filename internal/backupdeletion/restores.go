@@ -3,6 +3,7 @@ package backupdeletion
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +14,13 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
 // waitForRestores holds back the deletion of a Backup whose object would be
-// deleted while an unfinished RestoreJob reads it: deleting the data under
+// deleted while an unfinished RestoreJob reads it (pointintime.Reads: its
+// backupRef, or the base a restore to a point pinned): deleting the data under
 // a running restore could leave the application with no etcd at all. It
 // reports true while waiting; the RestoreJob watch brings the Backup back
 // when the restore ends.
@@ -33,7 +36,7 @@ func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Bac
 	}
 	var users []string
 	for _, rj := range restores.Items {
-		if rj.Spec.BackupRef.Name == b.Name && !rj.Status.Phase.IsTerminal() {
+		if slices.Contains(pointintime.Reads(&rj), b.Name) && !rj.Status.Phase.IsTerminal() {
 			users = append(users, rj.Name)
 		}
 	}
@@ -45,11 +48,17 @@ func (r *Reconciler) waitForRestores(ctx context.Context, b *backupsv1alpha1.Bac
 	return true, r.setCondition(ctx, b, backupsv1alpha1.BackupConditionCleanup, false, backupsv1alpha1.BackupReasonInUseByRestore, msg)
 }
 
-// backupOfRestore maps a RestoreJob to the Backup it reads.
+// backupOfRestore maps a RestoreJob to the Backups it reads.
 func backupOfRestore(_ context.Context, obj client.Object) []reconcile.Request {
 	rj, ok := obj.(*backupsv1alpha1.RestoreJob)
-	if !ok || rj.Spec.BackupRef.Name == "" {
+	if !ok {
 		return nil
 	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rj.Namespace, Name: rj.Spec.BackupRef.Name}}}
+	var out []reconcile.Request
+	for _, name := range pointintime.Reads(rj) {
+		if name != "" {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: rj.Namespace, Name: name}})
+		}
+	}
+	return out
 }

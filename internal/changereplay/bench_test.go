@@ -1,4 +1,4 @@
-package changereplay
+package changereplay_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/kubewrites"
 )
 
@@ -18,22 +19,22 @@ import (
 func BenchmarkReplay10000(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	m, cli := startEtcd(ctx, b, filepath.Join(b.TempDir(), "live"), "")
+	m, cli := changereplay.StartEtcd(ctx, b, filepath.Join(b.TempDir(), "live"), "")
 	if err := kubewrites.Apply(ctx, cli, kubewrites.Writes(2, 5000)); err != nil {
 		b.Fatal(err)
 	}
-	base, bs := takeBase(ctx, b, cli)
+	base, bs := changereplay.TakeBase(ctx, b, cli)
 	c := startCapture(b, m.Spec.ClientURL, bs)
 	if err := kubewrites.Apply(ctx, cli, kubewrites.Writes(3, 10_000)); err != nil {
 		b.Fatal(err)
 	}
-	final := revisionOf(ctx, b, cli)
+	final := changereplay.RevisionOf(ctx, b, cli)
 	idx, stored := c.stopAt(ctx, b, final)
 	dir := b.TempDir()
-	var res Result
+	var res changereplay.Result
 	for b.Loop() {
 		var err error
-		res, err = Replay(ctx, Input{Base: base, Index: idx, Segments: stored, Target: changelog.Target{Revision: final},
+		res, err = changereplay.Replay(ctx, changereplay.Input{Base: base, Index: idx, Segments: stored, Target: changelog.Target{Revision: final},
 			WorkDir: dir, Out: filepath.Join(dir, "replayed.db"), Limits: changelog.DefaultLimits})
 		if err != nil {
 			b.Fatal(err)

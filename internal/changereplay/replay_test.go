@@ -1,4 +1,4 @@
-package changereplay
+package changereplay_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 )
 
 // history is a live etcd, a base Backup of it, and a chain captured by
@@ -36,7 +37,7 @@ type history struct {
 
 func record(ctx context.Context, t *testing.T) history {
 	t.Helper()
-	m, cli := startEtcd(ctx, t, filepath.Join(t.TempDir(), "live"), "")
+	m, cli := changereplay.StartEtcd(ctx, t, filepath.Join(t.TempDir(), "live"), "")
 	h := history{live: cli, leases: map[clientv3.LeaseID]int64{}}
 	put := func(k, v string, opts ...clientv3.OpOption) {
 		if _, err := cli.Put(ctx, k, v, opts...); err != nil {
@@ -57,7 +58,7 @@ func record(ctx context.Context, t *testing.T) history {
 	before := grant(600)
 	put("/registry/events/default/before", "e", clientv3.WithLease(before))
 	var b changelog.Base
-	h.base, b = takeBase(ctx, t, cli)
+	h.base, b = changereplay.TakeBase(ctx, t, cli)
 	h.baseRev = b.Revision
 	c := startCapture(t, m.Spec.ClientURL, b)
 
@@ -84,7 +85,7 @@ func record(ctx context.Context, t *testing.T) history {
 		put(fmt.Sprintf("/registry/namespaces/doomed/obj%d", i), "o")
 	}
 	put("/registry/namespaces/doomed", `{"kind":"Namespace"}`)
-	h.created = revisionOf(ctx, t, cli)
+	h.created = changereplay.RevisionOf(ctx, t, cli)
 	for {
 		idx, err := c.store.ReadIndex(ctx)
 		if err == nil && idx.Newest.Revision >= h.created {
@@ -101,7 +102,7 @@ func record(ctx context.Context, t *testing.T) history {
 	for i := range 10 {
 		put(fmt.Sprintf("/registry/pods/other/q%d", i), "q")
 	}
-	h.final = revisionOf(ctx, t, cli)
+	h.final = changereplay.RevisionOf(ctx, t, cli)
 	h.idx, h.stored = c.stopAt(ctx, t, h.final)
 	return h
 }
@@ -196,7 +197,7 @@ func TestReplayReproducesTheEtcdAtThePoint(t *testing.T) {
 			}
 			dir := t.TempDir()
 			out := filepath.Join(dir, "replayed.db")
-			res, err := Replay(ctx, Input{Base: h.base, Index: h.idx, Segments: h.stored, Target: tc.target,
+			res, err := changereplay.Replay(ctx, changereplay.Input{Base: h.base, Index: h.idx, Segments: h.stored, Target: tc.target,
 				WorkDir: dir, Out: out, Limits: changelog.DefaultLimits})
 			if err != nil {
 				t.Fatal(err)
@@ -204,7 +205,7 @@ func TestReplayReproducesTheEtcdAtThePoint(t *testing.T) {
 			if res.Revision != tc.want || res.Revisions != tc.want-h.baseRev {
 				t.Fatalf("replayed to revision %d (%d revisions), want %d", res.Revision, res.Revisions, tc.want)
 			}
-			restored := restoreAsOperator(ctx, t, out)
+			restored := changereplay.RestoreAsOperator(ctx, t, out)
 			got, rev := dump(ctx, t, restored, 0)
 			want, _ := dump(ctx, t, h.live, tc.want)
 			if rev != tc.want {
@@ -236,7 +237,7 @@ func TestReplayReproducesTheEtcdAtThePoint(t *testing.T) {
 			t.Logf("revision %d: %d keys, %d events applied, snapshot of %d bytes", res.Revision, len(got), res.Events, res.Size)
 		})
 	}
-	_, err := Replay(ctx, Input{Base: h.base, Index: h.idx, Segments: h.stored, Target: changelog.Target{Time: time.Now()},
+	_, err := changereplay.Replay(ctx, changereplay.Input{Base: h.base, Index: h.idx, Segments: h.stored, Target: changelog.Target{Time: time.Now()},
 		WorkDir: t.TempDir(), Out: filepath.Join(t.TempDir(), "x"), Limits: changelog.DefaultLimits})
 	if !errors.Is(err, changelog.ErrOutsideWindow) {
 		t.Fatalf("a time after the newest durable change: %v", err)

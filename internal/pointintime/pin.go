@@ -120,3 +120,15 @@ func pinned(ctx context.Context, c client.Reader, ns string, pin Pin) (Resolutio
 	}
 	return Resolution{Base: &b, Pin: pin, Pinned: true}, nil
 }
+
+// Reads names the Backups RestoreJob rj reads: spec.backupRef's and, for
+// a restore to a point, the base its pin names. The pin is read as
+// written, unverified: this only holds back the deletion of a Backup of
+// rj's own namespace, which a tenant may delay for itself.
+func Reads(rj *backupsv1alpha1.RestoreJob) []string {
+	out := []string{rj.Spec.BackupRef.Name}
+	if pin, ok := signedannotation.Peek[Pin](pinForm, rj); ok && pin.Backup != "" && pin.Backup != rj.Spec.BackupRef.Name {
+		out = append(out, pin.Backup)
+	}
+	return out
+}
