@@ -1,7 +1,8 @@
 // Package rehearsal runs dry-run RestoreJobs (spec.options.dryRun: true)
 // of the Etcd strategy. It keeps the rehearsal Job's spec (build.go) and
 // the controller that drives it (controller.go, reconcile.go,
-// preflight.go, start.go, end.go, compare.go, setup.go); the step the Job runs, `etcd-stage
+// preflight.go, start.go, end.go, compare.go, setup.go; point.go for a
+// dry run to a point); the step the Job runs, `etcd-stage
 // rehearse`, is ./step (its flags and report, which the driver links) and
 // ./step/run (the step itself, which alone links etcd's server).
 //

@@ -17,7 +17,6 @@ import (
 	strategyv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/strategy/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/rehearsalrecord"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
@@ -58,21 +57,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !strategyv1alpha1.IsEtcd(b.Spec.StrategyRef) {
 		return ctrl.Result{}, nil
 	}
-	rec, recorded, err := r.readRecord(ctx, rj)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	var recp *rehearsalrecord.Record
-	if recorded {
-		recp = &rec
-	}
 	pt, ref, err := r.pointOf(ctx, rj, b)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if ref != nil {
 		// Nothing was rehearsed: no Backup records it.
-		return ctrl.Result{}, r.fail(ctx, rj, nil, recp, ref)
+		return ctrl.Result{}, r.fail(ctx, rj, nil, nil, ref)
 	}
 	if pt != nil {
 		// The base is what is rehearsed, and what records it.
@@ -83,10 +74,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if ref != nil {
-		return ctrl.Result{}, r.fail(ctx, rj, b, recp, ref)
+		return ctrl.Result{}, r.fail(ctx, rj, b, nil, ref)
 	}
 	if pt != nil && !pt.res.Pinned {
 		return ctrl.Result{}, r.pin(ctx, rj, pt)
+	}
+
+	rec, recorded, err := r.readRecord(ctx, rj)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	if !recorded {
 		return r.start(ctx, rj, b, pt)
