@@ -12,6 +12,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/restoreoptions"
 )
 
 // startHeld starts a dry run to the fixture's point in a namespace whose
@@ -71,4 +72,23 @@ func TestADryRunToAPointWhoseBaseIsDeletedEnds(t *testing.T) {
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
 	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonPointBaseLost)))
 	g.Expect(rj.Status.Message).To(ContainSubstring("nightly"))
+}
+
+// The point edited while the dry run runs (Cozystack's RestoreJob CRD
+// does not make the spec immutable) ends it: it never rehearses a point
+// its base was not chosen for.
+func TestADryRunToAPointWhosePointIsEditedEnds(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	f := newPointFixture(t)
+	startHeld(t, f, "pinned")
+	rj := &backupsv1alpha1.RestoreJob{}
+	g.Expect(k.Get(ctx, client.ObjectKey{Namespace: f.ns, Name: "pinned"}, rj)).To(Succeed())
+	rj.Spec.Options = restoreoptions.Options{DryRun: true, PointInTime: fmt.Sprint(f.point + 1)}.Raw()
+	g.Expect(k.Update(ctx, rj)).To(Succeed())
+
+	rj = waitEnd(t, f.ns, "pinned")
+	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseFailed))
+	g.Expect(readyOf(rj).Reason).To(Equal(string(backupsv1alpha1.ReasonPointBaseLost)))
+	g.Expect(rj.Status.Message).To(ContainSubstring(fmt.Sprintf("the base was chosen for %q", fmt.Sprint(f.point))))
 }
