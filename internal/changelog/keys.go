@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -13,6 +14,10 @@ import (
 func ChainPrefix(prefix string, baseRevision int64) string {
 	return prefix + "/changes/" + strconv.FormatInt(baseRevision, 10)
 }
+
+// ChainDir is the folder holding the chains of the base snapshot stored
+// at key: the snapshot's own folder (a chain lives beside its base).
+func ChainDir(key string) string { return path.Dir(key) }
 
 // SegmentKey is the key of segment seq, whose first revision is from:
 // <chain>/<seq, 10 digits>-<from>.seg. A reader computes the next key

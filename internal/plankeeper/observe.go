@@ -9,6 +9,7 @@ import (
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 )
 
@@ -70,12 +71,15 @@ func restoresInProgress(ctx context.Context, c client.Reader, namespace string) 
 	return pinnedBackups(restores.Items), nil
 }
 
-// pinnedBackups names the Backups that restores pin.
+// pinnedBackups names the Backups that restores pin (pointintime.Reads:
+// their backupRef's, and the base a restore to a point pinned).
 func pinnedBackups(restores []backupsv1alpha1.RestoreJob) map[string]bool {
 	inUse := map[string]bool{}
 	for _, rj := range restores {
 		if rj.PinsBackups() {
-			inUse[rj.Spec.BackupRef.Name] = true
+			for _, name := range pointintime.Reads(&rj) {
+				inUse[name] = true
+			}
 		}
 	}
 	return inUse

@@ -15,6 +15,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	driverv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/driver/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/planpolicy"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 )
 
 var epoch = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -250,4 +251,33 @@ func TestRetentionIgnoresForgedBackups(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(backupNames(g, ns)).To(ConsistOf("real-1", "real-2", "forged-1", "forged-2", "edited"))
 	g.Expect(record(g, p).LastSuccessfulBackup).To(Equal("real-2"))
+}
+
+// A restore to a point reads the base it pinned, whatever its backupRef
+// names: retention keeps that base while the restore runs.
+func TestRetentionKeepsTheBaseOfARestoreToAPoint(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := newNamespace(g)
+	p := createPlan(g, ns, "keep1", "@yearly", keepLast("1"))
+	now := getPlan(g, p).CreationTimestamp.Add(time.Minute)
+	createBackup(g, ns, "base", "keep1", now.Add(-2*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	createBackup(g, ns, "newest", "keep1", now.Add(-1*time.Hour), backupsv1alpha1.BackupPhaseReady)
+	rj := &backupsv1alpha1.RestoreJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "to-a-point"},
+		Spec:       backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: "newest"}},
+	}
+	g.Expect(env.Client.Create(ctx, rj)).To(Succeed())
+	pin, err := pointintime.EncodePin(ctx, testKeys, rj, pointintime.Pin{Point: "2026-12-07T05:00:00Z", Backup: "base", Chain: ns + "/etcd/changes/10"})
+	g.Expect(err).NotTo(HaveOccurred())
+	patch := client.MergeFrom(rj.DeepCopy())
+	rj.Annotations = map[string]string{pointintime.PinAnnotation: pin}
+	g.Expect(env.Client.Patch(ctx, rj, patch)).To(Succeed())
+	rj.Status.Phase = backupsv1alpha1.RestoreJobPhaseRunning
+	g.Expect(env.Client.Status().Update(ctx, rj)).To(Succeed())
+
+	h := newHarness(now)
+	_, err = h.reconcile(p)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(backupNames(g, ns)).To(ConsistOf("base", "newest"), "the base of a running restore to a point was pruned")
 }

@@ -3,7 +3,6 @@ package pointintime
 import (
 	"context"
 	"fmt"
-	"path"
 	"strings"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
@@ -55,7 +54,7 @@ func ChainOf(b *backupsv1alpha1.Backup, revision int64) (Chain, error) {
 	if err != nil {
 		return Chain{}, err
 	}
-	dir := path.Dir(src.Key)
+	dir := changelog.ChainDir(src.Key)
 	if err := changelog.CheckPrefix(dir); err != nil {
 		return Chain{}, fmt.Errorf("the base Backup's object %s has no prefix to keep the chain under: %w", src.Key, err)
 	}

@@ -42,6 +42,12 @@ func beforeAndAfter(p pointBase, t0 time.Time) [][]changelog.Revision {
 // re-created from that claim; status and Events name the base and the
 // point.
 func TestARestoreToAPointStagesTheReplayedSnapshot(t *testing.T) {
+	for _, byRevision := range []bool{false, true} {
+		t.Run(map[bool]string{false: "a time", true: "a revision"}[byRevision], func(t *testing.T) { restoreToAPoint(t, byRevision) })
+	}
+}
+
+func restoreToAPoint(t *testing.T, byRevision bool) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -52,8 +58,12 @@ func TestARestoreToAPointStagesTheReplayedSnapshot(t *testing.T) {
 	t0 := time.Now().Add(-2 * time.Hour).Truncate(time.Second)
 	pb := newPointBase(t, ns, "nightly", t0, "/registry/namespaces/kept", "k")
 	pb.upload(t, beforeAndAfter(pb, t0)...)
-	point := t0.Add(15 * time.Minute)
-	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", pointOptions(point)))).To(Succeed())
+	point, options := t0.Add(15*time.Minute).UTC().Format(time.RFC3339), pointOptions(t0.Add(15*time.Minute))
+	if byRevision {
+		point = fmt.Sprint(pb.base.Revision + 1)
+		options = fmt.Sprintf(`{"pointInTime": %q}`, point)
+	}
+	g.Expect(k.Create(ctx, newRestoreJob(ns, "restore", "nightly", options))).To(Succeed())
 
 	st := playStaging(t, ns, "restore")
 	g.Expect(st.code).To(Equal(report.ExitSucceeded), "%+v", st.rep)
@@ -69,7 +79,7 @@ func TestARestoreToAPointStagesTheReplayedSnapshot(t *testing.T) {
 
 	rj := waitPhase(t, ns, "restore", backupsv1alpha1.RestoreJobPhaseSucceeded)
 	g.Expect(rj.Status.Message).To(ContainSubstring("Backup nightly"))
-	g.Expect(rj.Status.Message).To(ContainSubstring("replayed to " + point.UTC().Format(time.RFC3339)))
+	g.Expect(rj.Status.Message).To(ContainSubstring("replayed to " + point))
 	c := getCluster(g, ns)
 	g.Expect(c.GetUID()).NotTo(Equal(old.GetUID()))
 	g.Expect(bootstrapKey(c)).To(Equal(ns + "/etcd/nightly.db"))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"time"
 
@@ -115,8 +114,7 @@ func stageAtPoint(ctx context.Context, o Options, r io.Reader, env func(string) 
 }
 
 // checkPoint refuses a point whose chain is not the one beside o's
-// object (pointintime.ChainOf: the chain lives in the folder of its
-// base's snapshot).
+// object (changelog.ChainDir, as pointintime.ChainOf places it).
 func (o Options) checkPoint() error {
 	if !o.Point.Set() {
 		return nil
@@ -124,7 +122,7 @@ func (o Options) checkPoint() error {
 	if err := o.Point.Validate(); err != nil {
 		return err
 	}
-	if want := changelog.ChainPrefix(path.Dir(o.Key), o.Point.Base.Revision); o.Point.Chain != want {
+	if want := changelog.ChainPrefix(changelog.ChainDir(o.Key), o.Point.Base.Revision); o.Point.Chain != want {
 		return fmt.Errorf("%w: --chain %q is not the chain of --key %q (%s)", ErrArguments, o.Point.Chain, o.Key, want)
 	}
 	if o.Point.Base.SHA256 != o.SHA256 {
