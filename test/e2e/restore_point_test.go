@@ -47,17 +47,20 @@ func TestRestoreToAPointUndoesAnAccidentalDelete(t *testing.T) {
 		t2.Format(time.RFC3339Nano), afterDelete.Format(time.RFC3339Nano))
 
 	t.Run("a point between t1 and t2 brings the namespaces back", func(t *testing.T) {
-		maxBefore := tn.restoreToPoint(t, cs, "to-before-delete", base, beforeDelete)
+		tn := tn.in(t)
+		maxBefore := tn.restoreToPoint(cs, "to-before-delete", base, beforeDelete)
 		tn.expectLostNamespaces(cs, true)
 		expectRelist(t, tn, cs, maxBefore)
 	})
 	t.Run("a point after t2 does not", func(t *testing.T) {
-		maxBefore := tn.restoreToPoint(t, cs, "to-after-delete", base, afterDelete)
+		tn := tn.in(t)
+		maxBefore := tn.restoreToPoint(cs, "to-after-delete", base, afterDelete)
 		tn.expectLostNamespaces(cs, false)
 		expectRelist(t, tn, cs, maxBefore)
 	})
 	t.Run("a corrupted segment fails the restore before anything is destroyed", func(t *testing.T) {
-		g := NewWithT(t)
+		tn := tn.in(t)
+		g := tn.g
 		tn.corruptFirstSegment(base)
 		cluster := tn.awaitHealthy(1, time.Minute)
 		revBefore := tn.liveRevision()
@@ -71,6 +74,13 @@ func TestRestoreToAPointUndoesAnAccidentalDelete(t *testing.T) {
 	})
 }
 
+// in is tn for the subtest t: its failures fail t.
+func (tn *tenant) in(t *testing.T) *tenant {
+	sub := *tn
+	sub.t, sub.g = t, NewWithT(t)
+	return &sub
+}
+
 func pointOption(at time.Time) map[string]any {
 	return map[string]any{"pointInTime": at.UTC().Format(time.RFC3339Nano)}
 }
@@ -78,16 +88,16 @@ func pointOption(at time.Time) map[string]any {
 // restoreToPoint restores the application to at from backupRef base and
 // returns the highest resourceVersion the tenant's clients could have
 // seen before it.
-func (tn *tenant) restoreToPoint(t *testing.T, cs *kubernetes.Clientset, name string, base *backupsv1alpha1.Backup, at time.Time) uint64 {
-	t.Helper()
-	g := NewWithT(t)
+func (tn *tenant) restoreToPoint(cs *kubernetes.Clientset, name string, base *backupsv1alpha1.Backup, at time.Time) uint64 {
+	tn.t.Helper()
+	g := tn.g
 	list, err := cs.CoreV1().Namespaces().List(tn.ctx, metav1.ListOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	maxBefore, err := strconv.ParseUint(list.ResourceVersion, 10, 64)
 	g.Expect(err).NotTo(HaveOccurred())
 	rj := tn.awaitRestore(tn.restoreJob(name, base.Name, pointOption(at)), 4*time.Minute)
 	g.Expect(rj.Status.Phase).To(Equal(backupsv1alpha1.RestoreJobPhaseSucceeded), rj.Status.Message)
-	t.Logf("RestoreJob %s: %s", name, rj.Status.Message)
+	tn.t.Logf("RestoreJob %s: %s", name, rj.Status.Message)
 	raised := meta.FindStatusCondition(rj.Status.Conditions, backupsv1alpha1.RestoreConditionRevisionRaised)
 	g.Expect(raised).NotTo(BeNil())
 	g.Expect(raised.Reason).To(Equal(string(backupsv1alpha1.ReasonRevisionRaised)), raised.Message)
