@@ -102,6 +102,8 @@ func (r *Reconciler) step(ctx context.Context, o *observation, d decision) error
 		return r.abandonSafetySnapshot(ctx, o)
 	case stateCapture:
 		return r.captureCluster(ctx, o)
+	case statePinBase:
+		return r.pinBase(ctx, o, d)
 	case stateSuspendHelmRelease:
 		return r.setSuspend(ctx, o.hr, true)
 	case stateCarrySeal:
@@ -233,6 +235,11 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	}
 	if o.cluster == nil {
 		cm.Data[captureKeyFrom] = o.prior.name
+	}
+	if point, err := capturePoint(o); err != nil {
+		return err
+	} else if point != "" {
+		cm.Data[captureKeyPoint] = point
 	}
 	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/claim"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	stagingjob "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 )
 
@@ -114,6 +115,8 @@ type capture struct {
 	// stagingJob and stagingClaim are the staging's names ("" in a capture
 	// of an earlier driver: stagingjob.Name of the RestoreJob's UID).
 	stagingJob, stagingClaim string
+	// point is the pin of a restore to a point (point.go), nil for none.
+	point *pointintime.Pin
 }
 
 // captureName is unique per RestoreJob (namespace, name and UID) within
@@ -222,6 +225,9 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 		legacy: cm.Data[captureKeyFormat] == "", stagingJob: cm.Data[captureKeyStagingJob], stagingClaim: cm.Data[captureKeyStagingClaim]}
 	if c.app == "" {
 		c.app = applicationName
+	}
+	if c.point, err = parseCapturePoint(cm.Data[captureKeyPoint]); err != nil {
+		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	if _, ok := cm.Data[captureKeyRollback]; ok {
 		if c.rollback, err = parseSource(cm, captureKeyRollback); err != nil {

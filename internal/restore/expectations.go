@@ -118,7 +118,7 @@ func beforeWrite(o *observation) before {
 // expectationOf is what the cache shows once step s, taken from b, is in it.
 func expectationOf(s state, b before) expectation {
 	switch s {
-	case stateAddFinalizer, stateRemoveFinalizer, stateVerifyArtifact:
+	case stateAddFinalizer, stateRemoveFinalizer, stateVerifyArtifact, statePinBase:
 		return jobChangedFrom(b.jobRV)
 	case stateAcquireClaim:
 		return func(o *observation) bool { return o.holder != nil }

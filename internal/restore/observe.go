@@ -57,8 +57,11 @@ type observation struct {
 	opts    restoreoptions.Options
 	optsErr error
 
-	// backup is nil when it does not exist.
-	backup    *backupsv1alpha1.Backup
+	// backup is nil when it does not exist. For a restore to a point
+	// it is the base (point.go), not spec.backupRef's Backup.
+	backup *backupsv1alpha1.Backup
+	// point is a restore to a point's target and base (nil for none).
+	point     *pointState
 	verdict   provenance.Verdict
 	source    artifact.Source
 	sourceErr error
@@ -249,6 +252,10 @@ func (r *Reconciler) observeBackup(ctx context.Context, o *observation) error {
 	}
 	o.backup = b
 	o.app = b.Spec.ApplicationRef.Name
+	if err := r.observePoint(ctx, o, b); err != nil {
+		return err
+	}
+	b = o.backup
 	o.source, o.sourceErr = artifact.Resolve(b)
 	if o.sourceErr == nil {
 		if o.httpAllowed, err = r.strategyAllowsHTTP(ctx, b, o.source.Endpoint); err != nil {

@@ -178,7 +178,7 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 	job, claim := stagingNames(o)
 	s := stagingjob.Spec{
 		JobName: job, ClaimName: claim, Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
-		Restore: stagingObject(o.capture.source), LiveRevision: live,
+		Restore: stagingObject(o.capture.source), Point: stagingPoint(o.capture), LiveRevision: live,
 		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: o.httpAllowed, CAPEM: r.S3CAPEM,
 	}
 	if rb := o.capture.rollback; rb != nil {

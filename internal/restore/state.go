@@ -88,6 +88,8 @@ const (
 	// stateCarrySeal copies an earlier driver's seal into the capture
 	// before the hand-back (sealed).
 	stateCarrySeal
+	// statePinBase pins the base of a restore to a point on the job.
+	statePinBase
 )
 
 var stateNames = map[state]string{
@@ -106,7 +108,7 @@ var stateNames = map[state]string{
 	stateAbandonSafetySnapshot:   "AbandonSafetySnapshot",
 	stateRestoreProgressDeadline: "RestoreProgressDeadline",
 	stateReadRevision:            "ReadRevision", stateWaitRevision: "WaitRevision",
-	stateCarrySeal: "CarrySeal",
+	stateCarrySeal: "CarrySeal", statePinBase: "PinBase",
 }
 
 func (s state) String() string { return stateNames[s] }
@@ -221,6 +223,9 @@ func waitBackup(o *observation, defaultTimeout time.Duration) decision {
 func decideBeforeClaim(o *observation, defaultTimeout time.Duration) decision {
 	if o.backup == nil {
 		return waitBackup(o, defaultTimeout)
+	}
+	if d, done := decidePoint(o, false); !done {
+		return d
 	}
 	if reason, msg := preflight(o); reason != "" {
 		return failure(o, reason, msg)
@@ -387,8 +392,12 @@ func sealedSuccess(o *observation) decision {
 	}
 	if o.capture != nil {
 		src := o.capture.source
-		return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s)%s",
-			clusterName, src.BackupName, src.Bucket, src.Key, members))
+		to := ""
+		if pin := o.capture.point; pin != nil {
+			to = fmt.Sprintf(" and its changes replayed to %s", pin.Point)
+		}
+		return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s (s3://%s/%s)%s%s",
+			clusterName, src.BackupName, src.Bucket, src.Key, to, members))
 	}
 	return success(fmt.Sprintf("EtcdCluster %s was restored from Backup %s%s", clusterName, from, members))
 }

@@ -62,6 +62,9 @@ func decideStep(o *observation) decision {
 			return failure(o, backupsv1alpha1.ReasonBackupNotFound, fmt.Sprintf(
 				"Backup %s/%s disappeared before the cluster was captured", o.job.Namespace, o.job.Spec.BackupRef.Name))
 		}
+		if d, done := decidePoint(o, true); !done {
+			return d
+		}
 		if reason, msg := preflight(o); reason != "" {
 			return failure(o, reason, msg)
 		}

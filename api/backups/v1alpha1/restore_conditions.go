@@ -163,6 +163,17 @@ const (
 	// ReasonStagingFailed: the staging Job gave up (retries exhausted,
 	// deadline); nothing was destroyed.
 	ReasonStagingFailed RestoreReason = "StagingFailed"
+	// ReasonPointBaseChosen: a restore to a point chose its base Backup
+	// and pinned it on the RestoreJob.
+	ReasonPointBaseChosen RestoreReason = "PointBaseChosen"
+	// ReasonNoBaseAtPoint: no good Backup of the application, recorded and
+	// inspected by this driver, is at or before the point; nothing was
+	// changed.
+	ReasonNoBaseAtPoint RestoreReason = "NoBaseAtPoint"
+	// ReasonPointBaseLost: the base a restore to a point pinned cannot be
+	// used any more (its record gone or forged, the point changed, the
+	// Backup deleted); nothing was destroyed.
+	ReasonPointBaseLost RestoreReason = "PointBaseLost"
 	// ReasonStagingConflict: an object at the staging Job's name is not
 	// this restore's.
 	ReasonStagingConflict RestoreReason = "StagingConflict"

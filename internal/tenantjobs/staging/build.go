@@ -33,6 +33,7 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/names"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -85,6 +86,9 @@ type Spec struct {
 	AllowHTTP            bool
 	// CAPEM is the driver's extra S3 CA bundle (public certificates).
 	CAPEM string
+	// Point, when set, is the point Restore (the base) is replayed to
+	// before it is staged (a restore to a point: point.go).
+	Point *pointreplay.Point
 }
 
 // SourceAnnotation is the claim's annotation naming the S3 object a file on
@@ -123,7 +127,7 @@ func ClaimSize(s Spec) resource.Quantity {
 	if s.Rollback != nil {
 		n += s.Rollback.Size
 	}
-	return *resource.NewQuantity(2*n+64<<20, resource.BinarySI)
+	return *resource.NewQuantity(2*n+64<<20+pointRoom(s), resource.BinarySI)
 }
 
 // names are the Job's and the claim's names of s.
@@ -158,14 +162,15 @@ func Build(s Spec) (*corev1.PersistentVolumeClaim, *batchv1.Job) {
 		},
 	}
 	restorePlan, rollbackPlan := revisionPlans(s.LiveRevision)
+	restore := container(s, restoreContainer, s.Restore, RestoreFile, restorePlan, s.Point)
 	pod := tenantjobs.Pod{
 		Labels:     Labels(s.RestoreJobUID),
-		Containers: []tenantjobs.Container{container(s, restoreContainer, s.Restore, RestoreFile, restorePlan)},
+		Containers: []tenantjobs.Container{restore},
 		Volumes: []corev1.Volume{{Name: "staging", VolumeSource: corev1.VolumeSource{
 			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}},
 	}
 	if s.Rollback != nil {
-		pod.InitContainers = []tenantjobs.Container{container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan)}
+		pod.InitContainers = []tenantjobs.Container{container(s, "stage-rollback", *s.Rollback, RollbackFile, rollbackPlan, nil)}
 	}
 	return pvc, &batchv1.Job{ObjectMeta: *meta.DeepCopy(), Spec: tenantjobs.JobSpec(pod, s.Deadline, TTLAfterFinished)}
 }
@@ -185,20 +190,31 @@ func revisionPlans(live int64) (restore, rollback revisionPlan) {
 // restoreContainer stages the restore's own file (FloorOf reads it).
 const restoreContainer = "stage"
 
-func container(s Spec, name string, o Object, file string, p revisionPlan) tenantjobs.Container {
-	args := step.Options{
+// container stages o into file, replayed to point first when there is
+// one (with the memory that takes: point.go).
+func container(s Spec, name string, o Object, file string, p revisionPlan, point *pointreplay.Point) tenantjobs.Container {
+	opts := step.Options{
 		RevisionFloor: p.floor, BumpRevision: p.bump, Out: MountPath + "/" + file, TerminationLog: report.TerminationLog,
-	}.WithSource(o.Source(s.AllowedEndpointCIDRs, s.AllowHTTP)).Args()
-	return tenantjobs.Container{
-		Name: name, Image: s.Image, Args: args, Env: tenantjobs.CredentialsEnv(o.SecretName, s.CAPEM),
+	}.WithSource(o.Source(s.AllowedEndpointCIDRs, s.AllowHTTP))
+	c := tenantjobs.Container{
+		Name: name, Image: s.Image, Env: tenantjobs.CredentialsEnv(o.SecretName, s.CAPEM),
 		Mounts:        []corev1.VolumeMount{{Name: "staging", MountPath: MountPath}},
 		RequestMemory: "64Mi", LimitMemory: "256Mi",
 	}
+	if point != nil {
+		opts.Point = *point
+		c.RequestMemory, c.LimitMemory = pointMemory(o.Size)
+	}
+	c.Args = opts.Args()
+	return c
 }
 
 // Describe says what s stages, for status messages.
 func Describe(s Spec) string {
 	msg := fmt.Sprintf("staging s3://%s/%s", s.Restore.Bucket, s.Restore.Key)
+	if p := s.Point; p != nil {
+		msg += fmt.Sprintf(" replayed to %s (chain s3://%s/%s)", p.Target, s.Restore.Bucket, p.Chain)
+	}
 	if s.Rollback != nil {
 		msg += fmt.Sprintf(" and the safety snapshot s3://%s/%s", s.Rollback.Bucket, s.Rollback.Key)
 	}

@@ -8,6 +8,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
@@ -104,5 +106,34 @@ func TestFloorOf(t *testing.T) {
 	_, job = Build(s)
 	if got := FloorOf(job); got != 0 {
 		t.Fatalf("a blind bump has no floor; got %d", got)
+	}
+}
+
+// A restore to a point: the restore container is given the point (and
+// parses it back), the memory of its scratch etcd and a claim with room
+// for the replay; the rollback's container is staged as always.
+func TestAPointIsReplayedInTheRestoreContainer(t *testing.T) {
+	s := spec()
+	s.Point = &pointreplay.Point{Chain: "tenant/etcd/changes/40", Base: changelog.Base{Revision: 40, SHA256: string(make64('a'))},
+		Target: changelog.Target{Revision: 77}}
+	pvc, job := Build(s)
+	restore := job.Spec.Template.Spec.Containers[0]
+	o, err := step.Parse(restore.Args, io.Discard)
+	if err != nil || o.Point != *s.Point || o.RevisionFloor != 5000 {
+		t.Fatalf("restore container parses to %+v, %v", o, err)
+	}
+	if rb, err := step.Parse(job.Spec.Template.Spec.InitContainers[0].Args, io.Discard); err != nil || rb.Point.Set() {
+		t.Fatalf("the rollback's container replays: %+v, %v", rb.Point, err)
+	}
+	if got := restore.Resources.Limits.Memory().Value(); got != PointMemoryFloor+1<<20 {
+		t.Fatalf("memory limit %d", got)
+	}
+	if got, want := pvc.Spec.Resources.Requests.Storage().Value(), int64(2*(3<<20)+64<<20+2*(1<<20)+PointChangesRoom); got != want {
+		t.Fatalf("claim size %d, want %d", got, want)
+	}
+	for size, want := range map[int64]int64{0: PointMemoryFloor, 1 << 30: PointMemoryFloor + 1<<30, 8 << 30: PointMemoryCeiling} {
+		if got := PointMemoryLimit(size); got != want {
+			t.Fatalf("PointMemoryLimit(%d) = %d, want %d", size, got, want)
+		}
 	}
 }

@@ -34,6 +34,9 @@ func run(ctx context.Context, o Options, env func(string) string) (Result, error
 		return Result{}, err
 	}
 	defer r.Close()
+	if o.Point.Set() {
+		return stageAtPoint(ctx, o, r, env)
+	}
 	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
 }
 

@@ -5,18 +5,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -26,6 +31,9 @@ func TestArgsRoundTrip(t *testing.T) {
 		{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a b.db", Size: 4128, SHA256: sum, RevisionFloor: 12345, Out: "/staging/snapshot.db"},
 		{Endpoint: "http://10.0.0.1:9000", Bucket: "b", Key: "k", Region: "eu-1", PathStyle: true, Size: 4128, SHA256: sum,
 			BumpRevision: UnknownLiveBump, Out: "/s/x.db", AllowedEndpointCIDRs: []string{"10.0.0.0/8", "127.0.0.0/8"}, AllowHTTP: true, TerminationLog: "/tmp/log"},
+		{Endpoint: "https://s3.example.com", Bucket: "b", Key: "t/etcd/a.db", Size: 4128, SHA256: sum, RevisionFloor: 12345, Out: "/staging/restore.db",
+			Point: pointreplay.Point{Chain: "t/etcd/changes/40", Base: changelog.Base{Revision: 40, SHA256: sum},
+				Target: changelog.Target{Time: time.Date(2026, 12, 6, 17, 0, 0, 5, time.UTC)}}},
 	} {
 		got, err := Parse(o.Args(), &bytes.Buffer{})
 		if err != nil {
@@ -59,6 +67,10 @@ func TestParseRefuses(t *testing.T) {
 	if _, err := Parse(append(base.Args(), "extra"), &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
 		t.Errorf("a stray argument: %v", err)
 	}
+	point := append(base.Args(), "--chain=t/etcd/changes/40", "--chain-base-revision=40", "--chain-base-sha256="+base.SHA256, "--to-revision=50")
+	if _, err := Parse(point, &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
+		t.Errorf("a chain that is not beside the object: %v", err)
+	}
 	if _, err := Parse([]string{"--no-such-flag"}, &bytes.Buffer{}); !errors.Is(err, ErrArguments) {
 		t.Errorf("an unknown flag: %v", err)
 	}
@@ -85,6 +97,21 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", s3object.ErrCredentials), ReasonCredentialsRejected, true, report.ExitRetryable},
 		{fmt.Errorf("x: %w", localError{errors.New("no space left on device")}), ReasonVolumeFailed, true, report.ExitRetryable},
 		{errors.New("connection reset by peer"), ReasonTransient, true, report.ExitRetryable},
+		{fmt.Errorf("x: %w", &changelog.SegmentError{Seq: 3, Err: changelog.ErrChecksum}), pointreplay.ReasonChainChecksum, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOutOfOrder), pointreplay.ReasonChainOutOfOrder, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrMissing), pointreplay.ReasonChainMissing, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrChainBroken), pointreplay.ReasonChainBroken, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrGap), pointreplay.ReasonChainGap, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOverlap), pointreplay.ReasonChainOverlap, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrForeignChain), pointreplay.ReasonChainForeign, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrCorrupt), pointreplay.ReasonChainCorrupt, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrTooLarge), pointreplay.ReasonChainTooLarge, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrOutsideWindow), pointreplay.ReasonPointOutsideWindow, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changelog.ErrNoIndex), pointreplay.ReasonChainNoIndex, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changereplay.ErrBaseMismatch), pointreplay.ReasonChainBaseMismatch, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", changereplay.ErrDiverged), pointreplay.ReasonReplayDiverged, false, report.ExitRefused},
+		{fmt.Errorf("x: %w", pointreplay.ErrInvalidPoint), pointreplay.ReasonInvalidPoint, false, report.ExitRefused},
+		{fmt.Errorf("x: %w: %w", changereplay.ErrBaseMismatch, &fs.PathError{Op: "open", Path: "/staging/x", Err: syscall.ENOSPC}), ReasonVolumeFailed, true, report.ExitRetryable},
 		{context.DeadlineExceeded, ReasonTransient, true, report.ExitRetryable},
 	} {
 		reason, retryable := Classify(tc.err)

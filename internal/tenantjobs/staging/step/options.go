@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -35,6 +36,9 @@ type Options struct {
 	// TerminationLog receives the Report; empty means
 	// report.TerminationLog.
 	TerminationLog string
+	// Point, when set, is the point the object is replayed to before it
+	// is staged (a restore to a point: StageAt).
+	Point pointreplay.Point
 }
 
 // Plan is the revision plan the options name.
@@ -60,6 +64,9 @@ func (o Options) Validate() error {
 	}
 	if (o.RevisionFloor > 0) == (o.BumpRevision > 0) || o.RevisionFloor < 0 || o.BumpRevision < 0 {
 		return fmt.Errorf("%w: exactly one of --revision-floor and --bump-revision must be a positive revision", ErrArguments)
+	}
+	if err := o.checkPoint(); err != nil {
+		return err
 	}
 	return checkArgs(o.Size, o.SHA256, o.Out, o.Plan())
 }
@@ -91,6 +98,7 @@ func (o Options) Args() []string {
 		args = append(args, "--bump-revision="+strconv.FormatInt(o.BumpRevision, 10))
 	}
 	args = append(args, "--out="+o.Out)
+	args = append(args, o.Point.Args()...)
 	args = append(args, src.PolicyArgs()...)
 	return append(args, TerminationLogArgs(o.TerminationLog)...)
 }
@@ -177,11 +185,15 @@ func Parse(args []string, stderr io.Writer) (Options, error) {
 	fs.Int64Var(&o.BumpRevision, "bump-revision", 0, fmt.Sprintf("Raise the snapshot's revision by this much instead (when the live revision is unknown; etcd recommends %d).", UnknownLiveBump))
 	fs.StringVar(&o.Out, "out", "", "Path of the staged snapshot, on the volume the etcd-operator restores from.")
 	fs.StringVar(&o.TerminationLog, "termination-log", "", "File that receives the one-line JSON report, the container's termination message (default "+report.TerminationLog+").")
+	pointDone := pointreplay.Bind(fs, &o.Point)
 	// On an error the options read so far are returned too: Main still
 	// wants --termination-log to report the error.
 	err := ParseFlags(fs, args, done)
 	o = o.WithSource(src)
 	if err != nil {
+		return o, err
+	}
+	if err := pointDone(); err != nil {
 		return o, err
 	}
 	return o, o.Validate()

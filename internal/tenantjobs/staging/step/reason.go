@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -52,6 +53,14 @@ func Classify(err error) (report.Reason, bool) {
 		return ReasonStaged, false
 	case errors.Is(err, ErrArguments), errors.Is(err, ErrPlan):
 		return ReasonInvalidArguments, false
+	case pointreplay.OnDisk(err):
+		return ReasonVolumeFailed, true
+	}
+	if reason, refused := pointreplay.Refusal(err); refused {
+		// The chain of changes to a point (pointreplay's reasons).
+		return reason, false
+	}
+	switch {
 	case errors.Is(err, s3object.ErrRefused):
 		return ReasonEndpointRefused, false
 	case errors.Is(err, s3object.ErrNotFound), errors.Is(err, s3object.ErrNoSuchBucket):

@@ -25,6 +25,9 @@ func NewReport(res Result, err error) Report {
 	switch {
 	case err == nil:
 		r.Message = fmt.Sprintf("staged at revision %d (snapshot at %d), compacted up to %d", res.Revision, res.SnapshotRevision, res.CompactedRevision)
+		if p := res.Point; p != nil {
+			r.Message = fmt.Sprintf("replayed %d revisions (%d changes) onto the base up to revision %d; %s", p.Revisions, p.Events, p.Revision, r.Message)
+		}
 	case retryable:
 		r.Outcome, r.Message, r.Result = report.Retryable, err.Error(), Result{}
 	default:

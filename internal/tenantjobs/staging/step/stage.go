@@ -29,6 +29,9 @@ type Result struct {
 	// Size and SHA256 (hex) are those of the staged output file.
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Point is what was replayed onto the snapshot before it was staged
+	// (a restore to a point); SnapshotRevision is then the point's.
+	Point *PointResult `json:"point,omitempty"`
 }
 
 // ErrArguments marks arguments Stage or Main cannot work with (a driver
@@ -57,6 +60,12 @@ func LocalError(err error) error { return localError{err} }
 // the temporary file is removed; temporary files of earlier attempts that
 // were killed before they could remove theirs are removed first.
 func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Result, error) {
+	return stage(r, size, sha256Hex, out, p, nil)
+}
+
+// stage is Stage, with the downloaded snapshot first replayed to a point
+// when at is set (StageAt).
+func stage(r io.Reader, size int64, sha256Hex string, out string, p Plan, at Replayer) (Result, error) {
 	if err := checkArgs(size, sha256Hex, out, p); err != nil {
 		return Result{}, err
 	}
@@ -64,6 +73,13 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 	tmpName, err := download(r, size, sha256Hex, dir, tempPrefix(out))
 	if err != nil {
 		return Result{}, err
+	}
+	var point *PointResult
+	if at != nil {
+		tmpName, point, err = replayTo(tmpName, out, at)
+		if err != nil {
+			return Result{}, err
+		}
 	}
 	done := false
 	defer func() {
@@ -93,6 +109,7 @@ func Stage(r io.Reader, size int64, sha256Hex string, out string, p Plan) (Resul
 		CompactedRevision: e.target,
 		Size:              staged.Size,
 		SHA256:            staged.SHA256,
+		Point:             point,
 	}, nil
 }
 

@@ -1,0 +1,14 @@
+// Package pointreplay is the Job side of a restore to a point in time:
+// the point a step is given (the chain's prefix, the base it follows and
+// the target, as flags the driver writes from facts it signed), and the
+// one way a step turns a verified base snapshot into the snapshot at that
+// point: read the chain's index, fetch only the segments the target needs
+// (changelog.Store.Fetch), replay them onto the base (changereplay.Replay).
+//
+// Every way the chain can be wrong (a segment corrupted, swapped, missing
+// or of another chain, no index, a point outside the window, a replay that
+// diverges) is a refusal with a reason naming it (Refusal): retrying
+// cannot change what is in S3, and a restore must end before anything is
+// destroyed. A failure of the Pod's own disk (OnDisk) may be retried.
+// The staging step and the rehearsal step both use it.
+package pointreplay
