@@ -341,7 +341,7 @@ sandbox: envtest-bins stage-bin sandbox-bin $(if $(filter minio,$(SANDBOX_S3)),$
 DEMO_BROKERED := $(if $(filter 0,$(BROKERED)),,1)
 
 .PHONY: demo
-demo: envtest-bins stage-bin sandbox-bin plugin $(if $(DEMO_BROKERED),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup, manifest, dry run, in-place restore, a pruning Plan and a content-drop hold on the sandbox (Cozystack's CRDs, https S3), with a summary (on MinIO with brokered keys; BROKERED=0: the embedded S3 server; IMAGE=1: the driver and staging from the image).
+demo: envtest-bins stage-bin sandbox-bin plugin $(if $(DEMO_BROKERED),$(BIN)/minio) $(if $(SANDBOX_IMAGE),image) ## Backup, manifest, dry run, in-place restore, a pruning Plan, a content-drop hold and a restore to a point on the sandbox (Cozystack's CRDs, https S3), with a summary (on MinIO with brokered keys; BROKERED=0: the embedded S3 server; IMAGE=1: the driver and staging from the image).
 	BROKERED=$(DEMO_BROKERED) IMAGE=$(SANDBOX_IMAGE) bash hack/demo.sh
 
 .PHONY: help

@@ -3,7 +3,8 @@
 # with a CA of its own), run the steps of examples/backups/etcd/run-all.sh
 # against it with a Kamaji TenantControlPlane (kubernetes-demo, a real
 # kube-apiserver on the tenant etcd) living in the etcd being restored, then
-# a pruning Plan and a content-drop hold (06-plan-retention-and-hold.sh),
+# a pruning Plan and a content-drop hold (06-plan-retention-and-hold.sh)
+# and an accidental delete undone to the second (07-point-in-time.sh),
 # print a one-screen summary with timings, and stop the sandbox whatever
 # happens (Ctrl-C included).
 # SANDBOX_CMD runs another build of cmd/sandbox than bin/sandbox.
@@ -112,6 +113,10 @@ tcp_state
 # A pruning Plan, and the content-drop hold that keeps its last good Backup.
 bash "$EX/06-plan-retention-and-hold.sh"
 
+# Point-in-time: capture on, objects created, the time noted, deleted,
+# restored to the noted second.
+bash "$EX/07-point-in-time.sh"
+
 credentials=
 if [ -n "${S3_CREDENTIAL_BROKER:-}" ]; then
   BROKER_SECRET=etcd-backup-broker-${CLASS:-etcd-demo}
@@ -167,8 +172,11 @@ cat <<TXT
   content-drop hold           Backup $(t dropped-backup) lost the ConfigMaps: ContentDrop;
                               $(t held-backup), the last good one, held from retention
                               until a person released it, then pruned
+  restore to a point          $(t point-restore)s   objects deleted after $(t point-noted) back: Backup
+                              $(t point-base) plus the captured changes up to that second
   total                       ${total}s
   RESULT                      SUCCESS: the backed-up data is back, retention pruned,
-                              and the hold kept the last good Backup
+                              the hold kept the last good Backup, and the deleted
+                              objects came back to the second
 ==============================================================================
 TXT

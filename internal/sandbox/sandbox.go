@@ -11,7 +11,9 @@
 // helm-controller (charts/etcd rendered with the Helm SDK), each tenant
 // etcd's TLS client Service and the chart's certificates
 // (internal/sandbox/etcdservice, reached through EtcdDialer), a kubelet
-// for the driver's restore staging Pods, which runs bin/etcd-stage, and a
+// for the driver's restore staging Pods and its point-in-time capture
+// Pods (with the Deployment and ReplicaSet controllers), which runs
+// bin/etcd-stage, and a
 // stand-in for Kamaji that runs a real kube-apiserver per
 // TenantControlPlane on its tenant etcd (internal/sandbox/kamajistandin). cmd/sandbox,
 // `make demo` and test/e2e all start it through Start. In container mode
@@ -24,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sync"
@@ -218,7 +221,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 	if err := s.startS3(o.S3Server, buckets); err != nil {
 		return s, err
 	}
-	if s.env, err = testenv.StartWith(testenv.Options{ControllerManager: true}); err != nil {
+	if s.env, err = testenv.StartWith(testenv.Options{ControllerManager: true, Controllers: testenv.WorkloadControllers}); err != nil {
 		return s, err
 	}
 	s.Config, s.Client = s.env.Config, s.env.Client
@@ -260,7 +263,10 @@ func Start(o Options) (_ *Sandbox, err error) {
 		}
 		s.DriverNamespace = testenv.DriverNamespace
 	}
-	standIns, err := s.standIns(o)
+	if !o.Image {
+		hosts = ""
+	}
+	standIns, err := s.standIns(o, hosts)
 	if err != nil {
 		return s, err
 	}
@@ -292,7 +298,7 @@ func Start(o Options) (_ *Sandbox, err error) {
 
 // standIns builds the manager running the etcd-operator and helm-controller
 // stand-ins.
-func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
+func (s *Sandbox) standIns(o Options, hosts string) (ctrl.Manager, error) {
 	skip := true
 	scheme := driverscheme.New()
 	for _, add := range []func(*runtime.Scheme) error{etcdmember.AddToScheme, kamajiv1alpha1.AddToScheme} {
@@ -309,6 +315,10 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stand-in manager: %w", err)
 	}
+	api, err := url.Parse(s.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's address %q: %w", s.Config.Host, err)
+	}
 	stage := o.StageBinary
 	if stage == "" {
 		stage = filepath.Join(testenv.RepoRoot(), "bin", "etcd-stage")
@@ -322,6 +332,10 @@ func (s *Sandbox) standIns(o Options) (ctrl.Manager, error) {
 		Containers:          s.Containers,
 		SnapshotJobDeadline: o.SnapshotJobDeadline,
 		S3RootCAs:           s.s3RootCAs(),
+		APIServerHost:       api.Hostname(),
+		APIServerPort:       api.Port(),
+		ResolveService:      s.services.Resolve,
+		HostsFile:           hosts,
 	})
 	if err != nil {
 		return nil, err

@@ -33,6 +33,14 @@ var DefaultControllers = []string{
 	"persistentvolumeclaim-protection-controller",
 }
 
+// WorkloadControllers are DefaultControllers plus what a Deployment's Pods
+// need besides a kubelet: the Deployment and ReplicaSet controllers and
+// the publisher of every namespace's kube-root-ca.crt ConfigMap (the API
+// server's CA, which projected service-account volumes mount). The
+// sandbox runs them for the point-in-time capture's Deployment.
+var WorkloadControllers = append(append([]string(nil), DefaultControllers...),
+	"deployment-controller", "replicaset-controller", "root-ca-certificate-publisher-controller")
+
 // controllerManagerReadyTimeout bounds the wait for the garbage collector's
 // first collection; its caches sync in a few seconds on a quiet machine.
 const controllerManagerReadyTimeout = 2 * time.Minute

@@ -36,8 +36,9 @@ type Env struct {
 	// Client is an uncached client with the driver's scheme.
 	Client client.Client
 
-	env *envtest.Environment
-	kcm *ControllerManager
+	env         *envtest.Environment
+	kcm         *ControllerManager
+	controllers []string
 }
 
 // Options say what Start runs besides the API server. The zero value runs
@@ -51,6 +52,9 @@ type Options struct {
 	// references are garbage-collected, Jobs get Pods and deadlines, and
 	// PVCs lose their protection finalizer when deleted.
 	ControllerManager bool
+	// Controllers are the kube-controller-manager's controllers;
+	// empty means DefaultControllers.
+	Controllers []string
 }
 
 // RepoRoot returns the repository's top folder (where go.mod is).
@@ -140,7 +144,7 @@ func StartWith(o Options) (*Env, error) {
 	if err := c.Create(context.Background(), ns); err != nil {
 		return nil, errors.Join(fmt.Errorf("testenv: create the driver's namespace: %w", err), env.Stop())
 	}
-	e := &Env{Config: cfg, Client: c, env: env}
+	e := &Env{Config: cfg, Client: c, env: env, controllers: o.Controllers}
 	if o.ControllerManager {
 		if err := e.StartControllerManager(); err != nil {
 			return nil, errors.Join(err, e.Stop())
@@ -158,7 +162,7 @@ const DriverNamespace = "etcd-backup-driver"
 var LoopbackCIDRs = []string{"127.0.0.0/8"}
 
 // StartControllerManager runs the real kube-controller-manager against this
-// Env with DefaultControllers, and waits until its garbage collector
+// Env with its Options.Controllers (DefaultControllers when none), and waits until its garbage collector
 // collects; Stop ends it. Call it after every CRD whose objects must be
 // garbage-collected is installed: the collector discovers resources when it
 // starts (and again only every 30 seconds).
@@ -166,7 +170,7 @@ func (e *Env) StartControllerManager() error {
 	if e.kcm != nil {
 		return nil
 	}
-	kcm, err := StartControllerManager(e.Config, DefaultControllers...)
+	kcm, err := StartControllerManager(e.Config, e.controllers...)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,7 +96,7 @@ func authorityFromSecret(s *corev1.Secret) (*authority, error) {
 }
 
 // issue signs a leaf certificate; it returns the certificate and key PEM.
-func (a *authority) issue(commonName string, dnsNames []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
+func (a *authority) issue(commonName string, dnsNames []string, ips []net.IP, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -104,6 +105,7 @@ func (a *authority) issue(commonName string, dnsNames []string, usage x509.ExtKe
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: commonName},
 		DNSNames:     dnsNames,
+		IPAddresses:  ips,
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(certValidity),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -122,11 +124,13 @@ func (a *authority) issue(commonName string, dnsNames []string, usage x509.ExtKe
 }
 
 // serverConfig is the TLS configuration of a cluster's client Service:
-// a server certificate for the Service's names signed by the CA, client
+// a server certificate for the Service's names (and the proxy's address,
+// which Pods whose Service names the kubelet stand-in resolves dial:
+// Services.Resolve) signed by the CA, client
 // certificates required and verified against the CA alone, and h2 offered
 // (gRPC insists on ALPN).
-func (a *authority) serverConfig(dnsNames []string) (*tls.Config, error) {
-	certPEM, keyPEM, err := a.issue("etcd", dnsNames, x509.ExtKeyUsageServerAuth)
+func (a *authority) serverConfig(dnsNames []string, ip net.IP) (*tls.Config, error) {
+	certPEM, keyPEM, err := a.issue("etcd", dnsNames, []net.IP{ip}, x509.ExtKeyUsageServerAuth)
 	if err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ func startProxy(ln net.Listener, cfg *tls.Config, endpoints func() []string) *pr
 // addr is the proxy's local address.
 func (p *proxy) addr() string { return p.ln.Addr().String() }
 
+// ip is the address the proxy listens on.
+func (p *proxy) ip() net.IP { return p.ln.Addr().(*net.TCPAddr).IP }
+
 func (p *proxy) serve() {
 	defer p.wg.Done()
 	for {

@@ -150,7 +150,7 @@ func (s *Services) ensureSecrets(ctx context.Context, ns string) (*authority, er
 	if !apierrors.IsNotFound(err) {
 		return ca, err
 	}
-	certPEM, keyPEM, err := ca.issue(ClientCommonName, nil, x509.ExtKeyUsageClientAuth)
+	certPEM, keyPEM, err := ca.issue(ClientCommonName, nil, nil, x509.ExtKeyUsageClientAuth)
 	if err != nil {
 		return nil, err
 	}
@@ -177,11 +177,11 @@ func (s *Services) ensureProxy(cluster types.NamespacedName, ca *authority) erro
 	if p != nil && p.caPEM == string(ca.certPEM) {
 		return nil
 	}
-	cfg, err := ca.serverConfig(dnsNames(cluster))
-	if err != nil {
-		return err
-	}
 	if p != nil {
+		cfg, err := ca.serverConfig(dnsNames(cluster), p.ip())
+		if err != nil {
+			return err
+		}
 		p.cfg.Store(cfg)
 		p.caPEM = string(ca.certPEM)
 		return nil
@@ -189,6 +189,11 @@ func (s *Services) ensureProxy(cluster types.NamespacedName, ca *authority) erro
 	ln, err := s.listen()
 	if err != nil {
 		return fmt.Errorf("client Service proxy of %s: %w", cluster, err)
+	}
+	cfg, err := ca.serverConfig(dnsNames(cluster), ln.Addr().(*net.TCPAddr).IP)
+	if err != nil {
+		ln.Close()
+		return err
 	}
 	started := startProxy(ln, cfg, func() []string { return s.endpoints(cluster) })
 	s.proxies[cluster] = &clusterProxy{proxy: started, caPEM: string(ca.certPEM)}
@@ -227,17 +232,34 @@ func (s *Services) Dial(ctx context.Context, network, addr string) (net.Conn, er
 	if err != nil {
 		return nil, err
 	}
-	cluster, ok := ServiceCluster(host)
-	if !ok {
+	if _, ok := ServiceCluster(host); !ok {
 		return d.DialContext(ctx, network, addr)
 	}
-	s.mu.Lock()
-	p := s.proxies[cluster]
-	s.mu.Unlock()
-	if p == nil || port != ClientPort {
+	to, ok := s.Resolve(host, port)
+	if !ok {
 		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}}
 	}
-	return d.DialContext(ctx, network, p.addr())
+	return d.DialContext(ctx, network, to)
+}
+
+// Resolve is the address a Pod reaches host:port at, as cluster DNS and
+// the Service would route it: a cluster's client Service name on port
+// 2379 resolves to its proxy's address (whose certificate names that
+// address too); ok is false for anything else. The sandbox's kubelet
+// stand-in resolves the Service names in a Pod's arguments with it when
+// the Pod runs as a local process (no resolver of its own to point).
+func (s *Services) Resolve(host, port string) (addr string, ok bool) {
+	cluster, ok := ServiceCluster(host)
+	if !ok || port != ClientPort {
+		return "", false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proxies[cluster]
+	if p == nil {
+		return "", false
+	}
+	return p.addr(), true
 }
 
 // ServiceCluster returns the EtcdCluster whose client Service host names

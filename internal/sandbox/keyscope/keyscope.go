@@ -144,7 +144,8 @@ func list(ctx context.Context, s3 *minio.Client, bucket, prefix, what string, wa
 		if o.Err != nil {
 			return listed{Probe: answer(what, want, o.Err)}
 		}
-		if first == "" {
+		// A snapshot, not a segment of the changes captured after one.
+		if first == "" && strings.HasSuffix(o.Key, ".db") {
 			first = o.Key
 		}
 		n++

@@ -52,6 +52,9 @@ type containerProcess struct {
 	// imageID is the image the container ran (container mode), reported
 	// in its status; empty means its image name.
 	imageID string
+	// grace is how long the process gets after SIGTERM before it is
+	// killed; zero means killGrace.
+	grace time.Duration
 }
 
 // run executes the container to its end and returns its terminated state
@@ -87,6 +90,9 @@ func (p containerProcess) run(ctx context.Context) corev1.ContainerStateTerminat
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.WaitDelay = killGrace
+	if p.grace > 0 {
+		cmd.WaitDelay = p.grace
+	}
 	if err := cmd.Start(); err != nil {
 		return term(exitStartError, "StartError", fmt.Sprintf("failed to start container %q: %v", p.name, err))
 	}

@@ -62,6 +62,29 @@
 // the Job's podFailurePolicy. A claim's folder is removed once the claim
 // is deleted.
 //
+// Capture Pods (capture_kubelet.go, restarting_run.go): the driver's
+// point-in-time capture Deployment (with the real Deployment and
+// ReplicaSet controllers, testenv.WorkloadControllers) gets its Pod run
+// as a kubelet runs it, and only the driver's: a Pod of a ReplicaSet of a
+// Deployment controlled by a CaptureProgress, with keeper.Labels of that
+// name, one container running `/etcd-stage capture`. Secret and projected
+// volumes are written into the Pod's folder (volumes_projected.go): a
+// service-account token requested for the Pod's ServiceAccount through
+// the TokenRequest API (bound to the Pod, the projection's audience and
+// life), renewed at 80% of its life, and the namespace's kube-root-ca.crt,
+// which the real root-CA publisher writes. The container restarts after
+// every exit with the kubelet's back-off (10 s doubling to 5 min), its
+// status counts restarts and keeps the last exit in lastState; deleting
+// the Pod sends SIGTERM, kills after terminationGracePeriodSeconds, and
+// removes the Pod. Every container the stand-ins run gets
+// KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (the API server's own
+// address: its certificate names 127.0.0.1); Service names in the
+// arguments of a local process are resolved to the address they reach
+// (Options.ResolveService: the tenant etcd client Service's proxy, whose
+// certificate names that address too), since a process has no resolver
+// the sandbox could point, while containers (container mode) get
+// Options.HostsFile as /etc/hosts.
+//
 // EtcdSnapshot (snapshot_controller.go, snapshot_job.go, kubelet.go):
 // Pending, then a real Job <snapshot>-snapshot owned by the snapshot
 // (backoffLimit 3, activeDeadlineSeconds 1800, the agent's environment with

@@ -52,6 +52,18 @@ type Options struct {
 	SnapshotJobDeadline time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// APIServer is the API server's host and port, which the kubelet
+	// stand-ins give every container as KUBERNETES_SERVICE_HOST and
+	// KUBERNETES_SERVICE_PORT.
+	APIServerHost, APIServerPort string
+	// ResolveService maps a Service's host and port to the address it
+	// reaches (the tenant etcd client Services'); the kubelet stand-ins
+	// resolve the Service names in the arguments of Pods run as local
+	// processes with it, as cluster DNS would.
+	ResolveService func(host, port string) (string, bool)
+	// HostsFile is the /etc/hosts of containers run from their images
+	// (container mode), naming the Services, as cluster DNS would.
+	HostsFile string
 }
 
 // Operator is a running stand-in: its controllers are registered with a
@@ -96,9 +108,15 @@ func Setup(mgr ctrl.Manager, o Options) (*Operator, error) {
 	members := &memberReconciler{client: c, reader: reader, fleet: op.Fleet, faults: op.Faults, etcdBinary: o.EtcdBinary, volumes: op.Volumes, s3RootCAs: o.S3RootCAs}
 	snapshots := &snapshotReconciler{client: c, reader: reader, agents: op.Snapshots, jobDeadline: o.SnapshotJobDeadline}
 	kubelet := &kubelet{client: c, reader: reader, fleet: op.Fleet, agents: op.Snapshots, s3RootCAs: o.S3RootCAs}
-	staging := &stagingKubelet{client: c, reader: reader, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir, containers: o.Containers}
+	node := nodeServices{APIHost: o.APIServerHost, APIPort: o.APIServerPort, Resolve: o.ResolveService, HostsFile: o.HostsFile, Tokens: c}
+	if o.Containers != nil {
+		node.Resolve = nil // containers resolve names through HostsFile
+	}
+	pods := podAPI{client: c, reader: reader}
+	staging := &stagingKubelet{podAPI: pods, volumes: op.Volumes, executables: o.Executables, podsDir: o.PodsDir, containers: o.Containers, node: node}
+	captures := &captureKubelet{podAPI: pods, executables: o.Executables, podsDir: o.PodsDir, containers: o.Containers, node: node}
 	reclaimer := &volumeReclaimer{client: c, volumes: op.Volumes}
-	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup, staging.setup, reclaimer.setup} {
+	for _, setup := range []func(ctrl.Manager) error{clusters.setup, members.setup, snapshots.setup, kubelet.setup, staging.setup, captures.setup, reclaimer.setup} {
 		if err := setup(mgr); err != nil {
 			return nil, err
 		}

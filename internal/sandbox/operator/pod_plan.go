@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,16 @@ import (
 type podPlan struct {
 	init []containerProcess
 	main []containerProcess
+	// keep are what keeps the Pod's volumes fresh while it runs (its
+	// projected tokens' renewals).
+	keep []func(context.Context)
+}
+
+// keepFresh runs the Pod's volume renewals until ctx ends.
+func (p podPlan) keepFresh(ctx context.Context) {
+	for _, k := range p.keep {
+		go k(ctx)
+	}
 }
 
 // notReady is why a Pod cannot start yet, as a kubelet or the scheduler
@@ -46,12 +57,19 @@ type planner struct {
 	// containers, when set, runs containers from their images with podman
 	// (container mode) instead of executables.
 	containers *container.Runtime
+	// node is what the node gives every container: the API server's
+	// address, names resolved as cluster DNS would, service-account
+	// tokens.
+	node nodeServices
+	// grace is how long a container gets after SIGTERM; zero means
+	// killGrace.
+	grace time.Duration
 }
 
 // plan resolves every container of pod. A *notReady error means the Pod
 // waits (a missing Secret, ConfigMap or claim); other errors are the API's.
 func (p planner) plan(ctx context.Context, pod *corev1.Pod) (podPlan, error) {
-	mounts, err := p.volumeFolders(ctx, pod)
+	mounts, keep, err := p.volumeFolders(ctx, pod)
 	if err != nil {
 		return podPlan{}, err
 	}
@@ -61,7 +79,7 @@ func (p planner) plan(ctx context.Context, pod *corev1.Pod) (podPlan, error) {
 			return podPlan{}, err
 		}
 	}
-	var plan podPlan
+	plan := podPlan{keep: keep}
 	for _, c := range pod.Spec.InitContainers {
 		cp, err := p.container(ctx, pod, c, mounts)
 		if err != nil {
@@ -80,37 +98,52 @@ func (p planner) plan(ctx context.Context, pod *corev1.Pod) (podPlan, error) {
 }
 
 // volumeFolders maps each of the Pod's volumes to a local folder: a claim
-// to its folder in Volumes, an emptyDir to one in the Pod's folder. A
-// missing claim keeps the Pod unschedulable, as the scheduler would.
-func (p planner) volumeFolders(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	dirs := map[string]string{}
+// to its folder in Volumes, an emptyDir, a Secret or a projected volume to
+// one in the Pod's folder (written as volumes_projected.go says). A
+// missing claim keeps the Pod unschedulable, as the scheduler would. keep
+// are the projected tokens' renewals.
+func (p planner) volumeFolders(ctx context.Context, pod *corev1.Pod) (dirs map[string]string, keep []func(context.Context), err error) {
+	dirs = map[string]string{}
 	for _, v := range pod.Spec.Volumes {
+		dir := filepath.Join(p.podDir, "volumes", v.Name)
 		switch {
 		case v.PersistentVolumeClaim != nil:
 			var pvc corev1.PersistentVolumeClaim
 			err := p.reader.Get(ctx, client.ObjectKey{Namespace: pod.Namespace, Name: v.PersistentVolumeClaim.ClaimName}, &pvc)
 			if isNotFound(err) || (err == nil && !pvc.DeletionTimestamp.IsZero()) {
-				return nil, &notReady{reason: corev1.PodReasonUnschedulable,
+				return nil, nil, &notReady{reason: corev1.PodReasonUnschedulable,
 					message: fmt.Sprintf("persistentvolumeclaim %q not found", v.PersistentVolumeClaim.ClaimName)}
 			}
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if dirs[v.Name], err = p.volumes.Mount(&pvc); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-		case v.EmptyDir != nil:
-			dir := filepath.Join(p.podDir, "volumes", v.Name)
+			continue
+		case v.EmptyDir != nil, v.Secret != nil, v.Projected != nil:
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			dirs[v.Name] = dir
 		default:
-			return nil, &notReady{reason: "ContainerCreating",
-				message: fmt.Sprintf("volume %q: the sandbox kubelet mounts only persistentVolumeClaim and emptyDir volumes", v.Name)}
+			return nil, nil, &notReady{reason: "ContainerCreating",
+				message: fmt.Sprintf("volume %q: the sandbox kubelet mounts only persistentVolumeClaim, emptyDir, secret and projected volumes", v.Name)}
+		}
+		dirs[v.Name] = dir
+		switch {
+		case v.Secret != nil:
+			err = p.secretVolume(ctx, pod, v, dir)
+		case v.Projected != nil:
+			var k func(context.Context)
+			if k, err = p.projectedVolume(ctx, pod, v, dir); k != nil {
+				keep = append(keep, k)
+			}
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 	}
-	return dirs, nil
+	return dirs, keep, nil
 }
 
 // container resolves one container: command, environment and paths.
@@ -118,7 +151,7 @@ func (p planner) container(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 	configErr := func(format string, args ...any) error {
 		return &notReady{container: c.Name, reason: reasonCreateContainerConfigError, message: fmt.Sprintf(format, args...)}
 	}
-	env, err := resolveEnv(ctx, p.reader, pod.Namespace, c)
+	env, err := resolveEnv(ctx, p.reader, pod.Namespace, c, p.node.env())
 	if err != nil {
 		if nr, ok := err.(*notReady); ok {
 			nr.container = c.Name
@@ -152,7 +185,7 @@ func (p planner) container(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 	}
 	argv := []string{exe}
 	for _, a := range append(append([]string(nil), c.Command[1:]...), c.Args...) {
-		argv = append(argv, rewrite.arg(expandVars(a, env)))
+		argv = append(argv, p.node.resolveNames(rewrite.arg(expandVars(a, env))))
 	}
 	for k, v := range env {
 		env[k] = rewrite.arg(v)
@@ -164,15 +197,18 @@ func (p planner) container(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 	return containerProcess{
 		name: c.Name, image: c.Image, argv: argv, env: env, dir: dir,
 		terminationLog: termLog, logFile: filepath.Join(p.podDir, c.Name+".log"),
-		policy: c.TerminationMessagePolicy,
+		policy: c.TerminationMessagePolicy, grace: p.grace,
 	}, nil
 }
 
 // resolveEnv resolves a container's env as the kubelet does: values,
 // secretKeyRefs and configMapKeyRefs; a missing non-optional Secret,
 // ConfigMap or key is a *notReady (CreateContainerConfigError).
-func resolveEnv(ctx context.Context, reader client.Reader, ns string, c corev1.Container) (map[string]string, error) {
+func resolveEnv(ctx context.Context, reader client.Reader, ns string, c corev1.Container, node map[string]string) (map[string]string, error) {
 	env := map[string]string{}
+	for k, v := range node {
+		env[k] = v
+	}
 	for _, e := range c.Env {
 		switch {
 		case e.ValueFrom == nil:

@@ -51,6 +51,13 @@ func (p planner) fromImage(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 		msgPath = corev1.TerminationMessagePathDefault
 	}
 	spec.Mounts = append(spec.Mounts, container.Mount{Host: termLog, Container: msgPath})
+	if p.node.HostsFile != "" {
+		spec.Mounts = append(spec.Mounts, container.Mount{Host: p.node.HostsFile, Container: "/etc/hosts", ReadOnly: true})
+	}
+	grace := killGrace
+	if p.grace > 0 {
+		grace = p.grace
+	}
 	spec.Command = expandAll(c.Command, env)
 	spec.Args = expandAll(c.Args, env)
 	spec.Env = env
@@ -67,10 +74,11 @@ func (p planner) fromImage(ctx context.Context, pod *corev1.Pod, c corev1.Contai
 		// The Pod was deleted: the container gets SIGTERM and killGrace,
 		// as from a kubelet.
 		cancel: func() error {
-			ctx, cancel := context.WithTimeout(context.Background(), killGrace+10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), grace+10*time.Second)
 			defer cancel()
-			return runtime.Stop(ctx, spec.Name, int(killGrace/time.Second))
+			return runtime.Stop(ctx, spec.Name, int(grace/time.Second))
 		},
+		grace: grace,
 	}, nil
 }
 

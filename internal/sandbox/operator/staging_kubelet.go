@@ -3,16 +3,13 @@ package operator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,30 +39,20 @@ import (
 // instead, with the Pod's security context, fsGroup and limits, and
 // their volumes bind-mounted at their own paths.
 type stagingKubelet struct {
-	client      client.Client
-	reader      client.Reader
+	podAPI
+	podRuns
 	volumes     *Volumes
 	executables map[string]string
 	podsDir     string
 	// containers, when set, runs the Pods' containers from their images
 	// (container mode) instead of executables.
 	containers *container.Runtime
-
-	mu   sync.Mutex
-	runs map[types.NamespacedName]podRun
-	// ran are the Pods (UIDs) ever started: a Pod runs once, even when a
-	// stale cache still shows it Running after its run ended.
-	ran map[types.UID]bool
-}
-
-// podRun is a Pod whose containers run: the Pod's UID and what stops them.
-type podRun struct {
-	uid  types.UID
-	stop context.CancelFunc
+	// node is what the node gives every container.
+	node nodeServices
 }
 
 func (k *stagingKubelet) setup(mgr ctrl.Manager) error {
-	k.runs, k.ran = map[types.NamespacedName]podRun{}, map[types.UID]bool{}
+	k.podRuns.init()
 	maybeStaging := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		if runsLabel(o.GetLabels()) {
 			return true
@@ -112,7 +99,7 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err := os.MkdirAll(podDir, 0o755); err != nil {
 		return ctrl.Result{}, err
 	}
-	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir, containers: k.containers}.plan(ctx, &pod)
+	plan, err := planner{reader: k.reader, volumes: k.volumes, executables: k.executables, podDir: podDir, containers: k.containers, node: k.node}.plan(ctx, &pod)
 	var nr *notReady
 	if errors.As(err, &nr) {
 		return ctrl.Result{}, k.patchStatus(ctx, &pod, pendingStatus(&pod, nr))
@@ -129,6 +116,7 @@ func (k *stagingKubelet) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	run := &stagingRun{kubelet: k, pod: pod.DeepCopy(), plan: plan, started: metav1.Now()}
+	plan.keepFresh(runCtx)
 	if err := k.patchStatus(ctx, &pod, run.status()); err != nil {
 		k.stop(req.NamespacedName, "")
 		return ctrl.Result{}, err
@@ -162,80 +150,6 @@ func (k *stagingKubelet) isStaging(ctx context.Context, pod *corev1.Pod) (bool, 
 		return false, client.IgnoreNotFound(err)
 	}
 	return runsLabel(job.Labels) && job.UID == owner.UID, nil
-}
-
-func (k *stagingKubelet) started(uid types.UID) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.ran[uid]
-}
-
-// claim records a Pod's single run; false if it already ran or runs.
-func (k *stagingKubelet) claim(pod types.NamespacedName, r podRun) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.ran[r.uid] {
-		return false
-	}
-	k.ran[r.uid] = true
-	k.runs[pod] = r
-	return true
-}
-
-// stop kills the containers of the Pod's run unless it is the run of keep.
-func (k *stagingKubelet) stop(pod types.NamespacedName, keep types.UID) {
-	k.mu.Lock()
-	r, ok := k.runs[pod]
-	if ok && r.uid != keep {
-		delete(k.runs, pod)
-	}
-	k.mu.Unlock()
-	if ok && r.uid != keep {
-		r.stop()
-	}
-}
-
-// finished forgets a run that ended by itself.
-func (k *stagingKubelet) finished(pod types.NamespacedName, uid types.UID) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if r, ok := k.runs[pod]; ok && r.uid == uid {
-		delete(k.runs, pod)
-	}
-}
-
-// patchStatus writes st as the live Pod's status, unless the Pod is gone
-// or was replaced.
-// NodeName is the node the kubelet stand-in runs staging Pods on.
-const NodeName = "sandbox-node"
-
-// bind assigns the Pod to NodeName (the pods/binding subresource, as the
-// scheduler does) before it runs, as a kubelet runs only Pods bound to
-// its node. A bound Pod holds the claims it names: PVC protection keeps a
-// deleted claim until no bound Pod names it, whatever the Pod's phase.
-func (k *stagingKubelet) bind(ctx context.Context, pod *corev1.Pod) error {
-	if pod.Spec.NodeName != "" {
-		return nil
-	}
-	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
-		Target: corev1.ObjectReference{Kind: "Node", Name: NodeName}}
-	if err := k.client.SubResource("binding").Create(ctx, pod, b); err != nil && !isNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("bind staging Pod %s/%s to %s: %w", pod.Namespace, pod.Name, NodeName, err)
-	}
-	return nil
-}
-
-func (k *stagingKubelet) patchStatus(ctx context.Context, pod *corev1.Pod, st corev1.PodStatus) error {
-	var live corev1.Pod
-	if err := k.reader.Get(ctx, client.ObjectKeyFromObject(pod), &live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if live.UID != pod.UID {
-		return nil
-	}
-	base := live.DeepCopy()
-	live.Status = st
-	return client.IgnoreNotFound(k.client.Status().Patch(ctx, &live, client.MergeFrom(base)))
 }
 
 // pendingStatus is a Pod that cannot start: unschedulable (no container

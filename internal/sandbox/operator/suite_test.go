@@ -3,6 +3,7 @@ package operator_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,20 @@ const (
 const (
 	stageCommand = "/etcd-stage"
 	fakeStage    = `#!/bin/sh
+if [ "$1" = capture ]; then
+	# A capture: each run is traced in $CAPTURE_TRACE (its arguments, the
+	# API server it was given, its token and CA); the first exits 3, the
+	# next runs until SIGTERM, which it notes.
+	run="$CAPTURE_TRACE/run-$(ls "$CAPTURE_TRACE" | grep -c '^run-[0-9]*$')"
+	printf 'args: %s\napi: %s:%s\n' "$*" "$KUBERNETES_SERVICE_HOST" "$KUBERNETES_SERVICE_PORT" > "$run"
+	for a; do case "$a" in
+		--progress-token-file=*) cp "${a#*=}" "$run.token" ;;
+		--progress-ca-file=*) cp "${a#*=}" "$run.ca" ;;
+	esac; done
+	[ "$run" = "$CAPTURE_TRACE/run-0" ] && exit 3
+	trap 'echo TERM > "$run.term"; exit 0' TERM
+	while :; do sleep 0.1; done
+fi
 [ "$1" = inspect ] && exec "$(dirname "$0")/etcd-stage" "$@"
 [ "$1" = rehearse ] && exec "$(dirname "$0")/etcd-stage" "$@"
 out= report=
@@ -95,7 +110,7 @@ func run(m *testing.M) int {
 	}
 	defer s3.Stop(context.Background())
 	testenv.SetupLogs()
-	env, err := testenv.StartWith(testenv.Options{ControllerManager: true})
+	env, err := testenv.StartWith(testenv.Options{ControllerManager: true, Controllers: testenv.WorkloadControllers})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -127,6 +142,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build etcd-stage:", err)
 		return 1
 	}
+	api, err := url.Parse(env.Config.Host)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	podsDir = filepath.Join(dir, "pods")
 	stage := filepath.Join(dir, "fake-etcd-stage")
 	if err := os.WriteFile(stage, []byte(fakeStage), 0o755); err != nil {
@@ -138,6 +158,9 @@ func run(m *testing.M) int {
 		SnapshotJobDeadline: jobDeadline,
 		PodsDir:             podsDir,
 		Executables:         map[string]string{stageCommand: stage},
+		APIServerHost:       api.Hostname(),
+		APIServerPort:       api.Port(),
+		ResolveService:      resolveService,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -28,6 +28,45 @@ import (
 
 const ns = "tenant-image"
 
+// deployTenant makes namespace ns with an Etcd application deployed
+// through a HelmRelease of charts/etcd, and the admin's strategy, its
+// StrategyPolicy (policy) and BackupClass, all named class, with the S3
+// credentials Secret; it waits for the cluster to be healthy.
+func deployTenant(g *WithT, ns, class string, policy driverv1alpha1.StrategyPolicySpec) {
+	ctx := context.Background()
+	fps := true
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: policy},
+		&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: strategyv1alpha1.EtcdSpec{
+			Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
+				Bucket: sandbox.DefaultBucket, Endpoint: sb.S3URL, ForcePathStyle: &fps,
+				Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
+				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "etcd-backup-s3"},
+			}}},
+		}},
+		&backupsv1alpha1.BackupClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Spec: backupsv1alpha1.BackupClassSpec{
+			Strategies: []backupsv1alpha1.BackupClassStrategy{{
+				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &strategyv1alpha1.GroupVersion.Group, Kind: "Etcd", Name: class},
+				Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
+			}},
+		}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup-s3"}, StringData: map[string]string{
+			objstore.AccessKeyIDKey: sb.S3Credentials.AccessKeyID, objstore.SecretAccessKeyKey: sb.S3Credentials.SecretAccessKey,
+		}},
+		&appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}},
+		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}, Spec: helmv2.HelmReleaseSpec{
+			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
+				Chart: "etcd", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "cozystack-apps"},
+			}},
+			Values: &apiextensionsv1.JSON{Raw: mustJSON(map[string]any{"replicas": 1})},
+		}},
+	} {
+		g.Expect(sb.Client.Create(ctx, o)).To(Succeed(), "create %T %s", o, o.GetName())
+	}
+	awaitHealthy(g, ns)
+}
+
 // The demo's path with the driver and the staging step running from the
 // image: the driver's container is what the chart asks for (user 65532,
 // read-only root filesystem, no privilege escalation, no capabilities, the
@@ -55,41 +94,11 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 		"--leader-elect=true", "--namespace=etcd-backup-driver", "--leader-election-namespace=etcd-backup-driver",
 		"--provenance-secret=etcd-backup-driver-provenance", "--staging-image="+sb.Containers.Image))
 
-	fps := true
-	for _, o := range []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&driverv1alpha1.StrategyPolicy{ObjectMeta: metav1.ObjectMeta{Name: "image"},
-			Spec: driverv1alpha1.StrategyPolicySpec{}}, // https only
-		&strategyv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Name: "image"}, Spec: strategyv1alpha1.EtcdSpec{
-			Template: strategyv1alpha1.EtcdTemplate{Destination: strategyv1alpha1.EtcdDestinationTemplate{S3: &strategyv1alpha1.EtcdS3Template{
-				Bucket: sandbox.DefaultBucket, Endpoint: sb.S3URL, ForcePathStyle: &fps,
-				Key:                  "{{ .Application.metadata.namespace }}/{{ .Application.metadata.name }}/",
-				CredentialsSecretRef: strategyv1alpha1.SecretReference{Name: "etcd-backup-s3"},
-			}}},
-		}},
-		&backupsv1alpha1.BackupClass{ObjectMeta: metav1.ObjectMeta{Name: "image"}, Spec: backupsv1alpha1.BackupClassSpec{
-			Strategies: []backupsv1alpha1.BackupClassStrategy{{
-				StrategyRef: backupsv1alpha1.TypedLocalObjectReference{APIGroup: &strategyv1alpha1.GroupVersion.Group, Kind: "Etcd", Name: "image"},
-				Application: backupsv1alpha1.ApplicationSelector{Kind: "Etcd"},
-			}},
-		}},
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd-backup-s3"}, StringData: map[string]string{
-			objstore.AccessKeyIDKey: sb.S3Credentials.AccessKeyID, objstore.SecretAccessKeyKey: sb.S3Credentials.SecretAccessKey,
-		}},
-		&appsv1alpha1.Etcd{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}},
-		&helmv2.HelmRelease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etcd"}, Spec: helmv2.HelmReleaseSpec{
-			Chart: &helmv2.HelmChartTemplate{Spec: helmv2.HelmChartTemplateSpec{
-				Chart: "etcd", SourceRef: helmv2.CrossNamespaceObjectReference{Kind: "HelmRepository", Name: "cozystack-apps"},
-			}},
-			Values: &apiextensionsv1.JSON{Raw: mustJSON(map[string]any{"replicas": 1})},
-		}},
-	} {
-		g.Expect(sb.Client.Create(ctx, o)).To(Succeed(), "create %T %s", o, o.GetName())
-	}
-	awaitHealthy(g)
+	deployTenant(g, ns, "image", driverv1alpha1.StrategyPolicySpec{}) // https only
+	awaitHealthy(g, ns)
 
 	backedUp := kvdata.Set{Prefix: "/sentinel", N: 2000, Size: 256, Gen: "backed-up"}
-	g.Expect(backedUp.Write(ctx, etcd(t, g))).To(Succeed())
+	g.Expect(backedUp.Write(ctx, etcd(t, g, ns))).To(Succeed())
 	job := &backupsv1alpha1.BackupJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual"}, Spec: backupsv1alpha1.BackupJobSpec{
 		ApplicationRef: backupsv1alpha1.TypedLocalObjectReference{Kind: "Etcd", Name: "etcd"}, BackupClassName: "image",
 	}}
@@ -102,7 +111,7 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 	g.Expect(job.Status.Phase).To(Equal(backupsv1alpha1.BackupJobPhaseSucceeded), job.Status.Message)
 
 	live := kvdata.Set{Prefix: "/sentinel", N: 2000, Size: 256, Gen: "live"}
-	g.Expect(live.Write(ctx, etcd(t, g))).To(Succeed())
+	g.Expect(live.Write(ctx, etcd(t, g, ns))).To(Succeed())
 	rj := &backupsv1alpha1.RestoreJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "back"},
 		Spec: backupsv1alpha1.RestoreJobSpec{BackupRef: backupsv1alpha1.LocalObjectReference{Name: job.Status.BackupRef.Name}}}
 	g.Expect(sb.Client.Create(ctx, rj)).To(Succeed())
@@ -126,11 +135,11 @@ func TestBackupAndRestoreRunFromTheImage(t *testing.T) {
 		}
 	}
 
-	awaitHealthy(g)
-	g.Expect(backedUp.Check(ctx, etcd(t, g))).To(Succeed())
+	awaitHealthy(g, ns)
+	g.Expect(backedUp.Check(ctx, etcd(t, g, ns))).To(Succeed())
 }
 
-func awaitHealthy(g *WithT) {
+func awaitHealthy(g *WithT, ns string) {
 	g.Eventually(func(g Gomega) {
 		var c etcdv1alpha2.EtcdCluster
 		g.Expect(sb.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "etcd"}, &c)).To(Succeed())
@@ -141,7 +150,7 @@ func awaitHealthy(g *WithT) {
 	}).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
-func etcd(t *testing.T, g *WithT) *clientv3.Client {
+func etcd(t *testing.T, g *WithT, ns string) *clientv3.Client {
 	cli, err := etcdproc.Client(sb.Fleet.Endpoints(client.ObjectKey{Namespace: ns, Name: "etcd"})...)
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = cli.Close() })
