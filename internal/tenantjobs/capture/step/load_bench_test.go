@@ -32,10 +32,16 @@ const (
 // revision) to its being durable (the PUT of an index naming that
 // revision or a later one completed: a restarted capture resumes after
 // the index's newest revision, so before that a restart would write the
-// change again, after it never loses it), p50, p99 and the worst; the
-// changes a second actually made; the bytes in S3 (segments and index)
-// per change; and per capture process its CPU (% of a core) and its
-// resident memory at the end of the load and at its peak.
+// change again, after it never loses it), p50, p99 and the worst, and
+// two parts of it: from the commit to the capture having it whole (its
+// receive time in the segment; p99) and from when a segment was due (its
+// first change's receive time and the segment interval) to its index
+// durable (p50, p99); the changes a second actually made; the bytes in
+// S3 (segments and index) per change; and per capture process its CPU
+// (% of a core) and its memory at the end of the load (anonymous: its
+// own; resident: with the binary's pages, which captures on one node
+// share) and the largest peak of one. For the machine's budget, the CPU
+// of the etcds and of this process (the writers, the S3 server) too.
 func BenchmarkCaptureLoad(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -51,10 +57,11 @@ func BenchmarkCaptureLoad(b *testing.B) {
 		dir := b.TempDir()
 		s3.follow(b, t, i, bs, dir)
 		t.startCaptureProcess(b, dir)
-		writes[i], bases[i] = kubewrites.Writes(uint64(1000+i), loadRate*int(loadFor/time.Second)), bs.Revision
+		writes[i], bases[i] = kubewrites.Writes(uint64(1000+i), 11*loadRate*int(loadFor/time.Second)/10), bs.Revision
 	}
 	load0, _ := os.ReadFile("/proc/loadavg")
 	cpu0, _ := captureStats(b, ts)
+	etcd0, self0 := etcdCPU(b, ts), cpuTime()
 	b.ResetTimer()
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -73,6 +80,7 @@ func BenchmarkCaptureLoad(b *testing.B) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	cpu1, mem := captureStats(b, ts)
+	etcd1, self1 := etcdCPU(b, ts), cpuTime()
 	close(errs)
 	if err := <-errs; err != nil {
 		b.Fatal(err)
@@ -84,13 +92,19 @@ func BenchmarkCaptureLoad(b *testing.B) {
 	load1, _ := os.ReadFile("/proc/loadavg")
 	stopCaptures(b, ts)
 
-	var lags []time.Duration
+	var lags, watching, sealing []time.Duration
 	var changes, segments int64
 	for i, t := range ts {
+		received := t.received(ctx, b)
 		for _, c := range t.commits {
 			at, _ := t.durableAfter(c.rev)
-			lags = append(lags, at.Sub(c.at))
+			got, ok := received[c.rev]
+			if !ok {
+				b.Fatalf("revision %d of %s is not in its chain", c.rev, t.o.Prefix)
+			}
+			lags, watching = append(lags, at.Sub(c.at)), append(watching, got.Sub(c.at))
 		}
+		sealing = append(sealing, t.sealing...)
 		idx, err := t.store.ReadIndex(ctx)
 		if err != nil {
 			b.Fatal(err)
@@ -98,16 +112,20 @@ func BenchmarkCaptureLoad(b *testing.B) {
 		changes += idx.Newest.Revision - bases[i]
 		segments += idx.Segments
 	}
-	slices.Sort(lags)
 	n := float64(len(ts))
 	b.ReportMetric(n, "tenants")
 	b.ReportMetric(float64(len(lags))/elapsed.Seconds(), "changes/s")
-	b.ReportMetric(lags[len(lags)/2].Seconds(), "lag-p50-s")
-	b.ReportMetric(lags[len(lags)*99/100].Seconds(), "lag-p99-s")
-	b.ReportMetric(lags[len(lags)-1].Seconds(), "lag-max-s")
+	b.ReportMetric(quantile(lags, 50), "lag-p50-s")
+	b.ReportMetric(quantile(lags, 99), "lag-p99-s")
+	b.ReportMetric(quantile(lags, 100), "lag-max-s")
+	b.ReportMetric(quantile(watching, 99), "watch-p99-s")
+	b.ReportMetric(quantile(sealing, 50), "seal-p50-s")
+	b.ReportMetric(quantile(sealing, 99), "seal-p99-s")
 	b.ReportMetric(float64(segments)/n, "segments/tenant")
 	b.ReportMetric(float64(s3.storedBytes(b))/float64(changes), "stored-B/change")
 	b.ReportMetric(100*(cpu1-cpu0).Seconds()/elapsed.Seconds()/n, "cpu-%core/capture")
+	b.ReportMetric((etcd1-etcd0).Seconds()/elapsed.Seconds(), "etcds-cores")
+	b.ReportMetric((self1-self0).Seconds()/elapsed.Seconds(), "writers+S3-cores")
 	b.ReportMetric(float64(mem.anon)/n/(1<<20), "anon-MiB/capture")
 	b.ReportMetric(float64(mem.rss)/n/(1<<20), "rss-MiB/capture")
 	b.ReportMetric(float64(mem.peak)/(1<<20), "max-peak-rss-MiB")
@@ -115,15 +133,26 @@ func BenchmarkCaptureLoad(b *testing.B) {
 		made.Load(), len(lags), elapsed.Round(time.Millisecond), load0, load1)
 }
 
-// write makes ws, loadRate a second (fewer when a write takes longer
-// than its turn), until then, noting each commit; it returns how many
-// writes it made.
+// quantile is the qth percentile of ds, in seconds (it sorts ds).
+func quantile(ds []time.Duration, q int) float64 {
+	slices.Sort(ds)
+	return ds[min(len(ds)*q/100, len(ds)-1)].Seconds()
+}
+
+// write makes ws until then, noting each commit, loadRate changes a
+// second: the nth change at start + n/loadRate s (at once when behind,
+// so a slow write is caught up; a delete of a key not there changes
+// nothing and takes no turn). It returns how many writes it made.
 func (t *loadTenant) write(ctx context.Context, ws []kubewrites.Write, until time.Time) (int, error) {
 	x := kubewrites.NewWriter(t.cli)
-	tick := time.NewTicker(time.Second / loadRate)
-	defer tick.Stop()
+	start := time.Now()
 	i := 0
-	for ; time.Now().Before(until); i++ {
+	for ; ; i++ {
+		at := start.Add(time.Duration(len(t.commits)) * time.Second / loadRate)
+		if !at.Before(until) {
+			return i, nil
+		}
+		time.Sleep(time.Until(at))
 		rev, err := x.Write(ctx, ws[i%len(ws)])
 		if err != nil {
 			return i, err
@@ -133,9 +162,7 @@ func (t *loadTenant) write(ctx context.Context, ws []kubewrites.Write, until tim
 			t.commits = append(t.commits, point{rev, time.Now()})
 			t.mu.Unlock()
 		}
-		<-tick.C
 	}
-	return i, nil
 }
 
 // awaitDurable waits until t's last commit is durable.
@@ -170,6 +197,19 @@ func captureStats(b *testing.B, ts []*loadTenant) (cpu time.Duration, sum procMe
 		sum = procMem{rss: sum.rss + m.rss, anon: sum.anon + m.anon, peak: max(sum.peak, m.peak)}
 	}
 	return cpu, sum
+}
+
+// etcdCPU sums the tenants' etcds' CPU time.
+func etcdCPU(b *testing.B, ts []*loadTenant) (cpu time.Duration) {
+	b.Helper()
+	for _, t := range ts {
+		c, _, err := procStat(t.etcd.Pid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu += c
+	}
+	return cpu
 }
 
 // stopCaptures ends every capture as SIGTERM does and expects each to

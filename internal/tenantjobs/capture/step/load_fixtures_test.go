@@ -1,8 +1,11 @@
 package step
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -42,6 +45,9 @@ type loadTenant struct {
 	mu      sync.Mutex
 	commits []point // the writer's: each revision and when its write returned
 	durable []point // the index's newest revision, when its PUT completed
+	// sealing is, for each segment, from when it was due (its first
+	// revision's receive time and the segment interval) to durable.
+	sealing []time.Duration
 }
 
 // point is a revision at a time.
@@ -51,30 +57,26 @@ type point struct {
 }
 
 // startTenantEtcds runs n etcds (bin/etcd, fsync off: a benchmark loses
-// nothing with them) and waits for them all.
+// nothing with them) and waits for them all. One whose port was taken
+// meanwhile (FreeURL's port is free when picked) starts again on others.
 func startTenantEtcds(ctx context.Context, b *testing.B, n int) []*loadTenant {
 	b.Helper()
 	ts := make([]*loadTenant, n)
 	b.Cleanup(func() { stopAll(ts) })
 	for i := range ts {
-		peer, err1 := etcdproc.FreeURL()
-		url, err2 := etcdproc.FreeURL()
-		if err1 != nil || err2 != nil {
-			b.Fatal(err1, err2)
-		}
-		dir := filepath.Join(b.TempDir(), "etcd")
-		m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
-			DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer,
-			Token: fmt.Sprintf("tenant-%03d", i), LogFile: filepath.Join(dir, "etcd.log"), Flags: []string{"--unsafe-no-fsync"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ts[i] = &loadTenant{etcd: m}
+		ts[i] = &loadTenant{etcd: launchEtcd(b, i)}
 	}
-	for _, t := range ts {
-		if err := t.etcd.WaitHealthy(ctx); err != nil {
+	for i, t := range ts {
+		for try := 1; ; try++ {
+			err := t.etcd.WaitHealthy(ctx)
+			if err == nil {
+				break
+			}
 			log, _ := os.ReadFile(t.etcd.Spec.LogFile)
-			b.Fatalf("%v\n%s", err, log)
+			if try == 3 || t.etcd.Running() || !bytes.Contains(log, []byte("address already in use")) {
+				b.Fatalf("%v\n%s", err, log)
+			}
+			t.etcd = launchEtcd(b, i)
 		}
 		cli, err := etcdproc.Client(t.etcd.Spec.ClientURL)
 		if err != nil {
@@ -83,6 +85,24 @@ func startTenantEtcds(ctx context.Context, b *testing.B, n int) []*loadTenant {
 		t.cli = cli
 	}
 	return ts
+}
+
+// launchEtcd starts tenant i's etcd on ports free now.
+func launchEtcd(b *testing.B, i int) *etcdproc.Member {
+	b.Helper()
+	peer, err1 := etcdproc.FreeURL()
+	url, err2 := etcdproc.FreeURL()
+	if err1 != nil || err2 != nil {
+		b.Fatal(err1, err2)
+	}
+	dir := filepath.Join(b.TempDir(), "etcd")
+	m, err := etcdproc.Start(etcdproc.Spec{Binary: filepath.Join(testenv.RepoRoot(), "bin", "etcd"), Name: "etcd-0",
+		DataDir: filepath.Join(dir, "data"), ClientURL: url, PeerURL: peer, InitialCluster: "etcd-0=" + peer,
+		Token: fmt.Sprintf("tenant-%03d", i), LogFile: filepath.Join(dir, "etcd.log"), Flags: []string{"--unsafe-no-fsync"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
 }
 
 // stopAll stops the tenants' captures and etcds, all at once.
@@ -137,6 +157,49 @@ func (t *loadTenant) durableAfter(rev int64) (time.Time, bool) {
 	return t.durable[i].at, true
 }
 
+// noteDurable hears that idx was durable at at.
+func (t *loadTenant) noteDurable(idx changelog.Index, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.durable); idx.Head != nil && (n == 0 || t.durable[n-1].rev < idx.Newest.Revision) {
+		t.sealing = append(t.sealing, at.Sub(idx.Head.FromTime.Add(t.o.SegmentInterval)))
+	}
+	t.durable = append(t.durable, point{idx.Newest.Revision, at})
+}
+
+// received is when the capture had each revision of t's chain whole,
+// read from the segments.
+func (t *loadTenant) received(ctx context.Context, b *testing.B) map[int64]time.Time {
+	b.Helper()
+	idx, err := t.store.ReadIndex(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := t.store.Fetch(ctx, idx, func(changelog.Header) bool { return true }, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := map[int64]time.Time{}
+	for _, seg := range c.Segments {
+		f, err := os.Open(seg.Path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := changelog.NewReader(f, changelog.DefaultLimits)
+		for err == nil {
+			var rv changelog.Revision
+			if rv, err = r.Next(); err == nil {
+				at[rv.Revision] = rv.Time
+			}
+		}
+		f.Close()
+		if !errors.Is(err, io.EOF) {
+			b.Fatal(err)
+		}
+	}
+	return at
+}
+
 // watchedS3 is the sandbox's S3 server behind a proxy that notes, for
 // each tenant, when an index PUT completed and the newest revision that
 // index names: the point from which a restarted capture keeps a change.
@@ -173,9 +236,7 @@ func startWatchedS3(b *testing.B) *watchedS3 {
 		at := time.Now()
 		if t := v.(*loadTenant); rec.Code == http.StatusOK {
 			if idx, err := t.store.ReadIndex(r.Context()); err == nil {
-				t.mu.Lock()
-				t.durable = append(t.durable, point{idx.Newest.Revision, at})
-				t.mu.Unlock()
+				t.noteDurable(idx, at)
 			}
 		}
 		for k, vs := range rec.Header() {
