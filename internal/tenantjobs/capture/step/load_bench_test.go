@@ -36,7 +36,8 @@ const (
 // two parts of it: from the commit to the capture having it whole (its
 // receive time in the segment; p99) and from when a segment was due (its
 // first change's receive time and the segment interval) to its index
-// durable (p50, p99); the changes a second actually made; the bytes in
+// durable (p50, p99), and the S3 server's time for a PUT (p50, p99); the
+// changes a second actually made; the bytes in
 // S3 (segments and index) per change; and per capture process its CPU
 // (% of a core) and its memory at the end of the load (anonymous: its
 // own; resident: with the binary's pages, which captures on one node
@@ -121,6 +122,8 @@ func BenchmarkCaptureLoad(b *testing.B) {
 	b.ReportMetric(quantile(watching, 99), "watch-p99-s")
 	b.ReportMetric(quantile(sealing, 50), "seal-p50-s")
 	b.ReportMetric(quantile(sealing, 99), "seal-p99-s")
+	b.ReportMetric(quantile(s3.puts, 50), "s3-put-p50-s")
+	b.ReportMetric(quantile(s3.puts, 99), "s3-put-p99-s")
 	b.ReportMetric(float64(segments)/n, "segments/tenant")
 	b.ReportMetric(float64(s3.storedBytes(b))/float64(changes), "stored-B/change")
 	b.ReportMetric(100*(cpu1-cpu0).Seconds()/elapsed.Seconds()/n, "cpu-%core/capture")
@@ -131,6 +134,9 @@ func BenchmarkCaptureLoad(b *testing.B) {
 	b.ReportMetric(float64(mem.peak)/(1<<20), "max-peak-rss-MiB")
 	b.Logf("%d writes, %d changes (a delete of a key not there is none) in %s; load average before %s and after %s",
 		made.Load(), len(lags), elapsed.Round(time.Millisecond), load0, load1)
+	if len(s3.failed) > 0 {
+		b.Logf("the proxy could not pass on %d requests (the captures retried them): %q", len(s3.failed), s3.failed)
+	}
 }
 
 // quantile is the qth percentile of ds, in seconds (it sorts ds).

@@ -208,6 +208,11 @@ type watchedS3 struct {
 	dir     string
 	proxy   *httptest.Server
 	tenants sync.Map // the index's request path -> *loadTenant
+	// failed are the requests the proxy could not pass on (answered
+	// 502: the capture retries them).
+	mu     sync.Mutex
+	failed []string
+	puts   []time.Duration // each PUT, as long as the server took
 }
 
 func startWatchedS3(b *testing.B) *watchedS3 {
@@ -223,30 +228,47 @@ func startWatchedS3(b *testing.B) *watchedS3 {
 		b.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.ErrorHandler = func(rw http.ResponseWriter, r *http.Request, err error) {
+		w.mu.Lock()
+		w.failed = append(w.failed, fmt.Sprintf("%s %s at %s: %v", r.Method, r.URL.Path, time.Now().Format(time.TimeOnly), err))
+		w.mu.Unlock()
+		rw.WriteHeader(http.StatusBadGateway)
+	}
 	w.proxy = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		v, ok := w.tenants.Load(r.URL.Path)
-		if r.Method != http.MethodPut || !ok {
+		if r.Method != http.MethodPut {
 			rp.ServeHTTP(rw, r)
 			return
 		}
-		// The capture hears the answer only after the index is read
-		// back: it cannot write a newer one meanwhile.
-		rec := httptest.NewRecorder()
+		// The capture hears the answer to an index PUT only after the
+		// index is read back: it cannot write a newer one meanwhile.
+		rec, t0 := httptest.NewRecorder(), time.Now()
 		rp.ServeHTTP(rec, r)
 		at := time.Now()
+		w.mu.Lock()
+		w.puts = append(w.puts, at.Sub(t0))
+		w.mu.Unlock()
+		if !ok {
+			copyResponse(rw, rec)
+			return
+		}
 		if t := v.(*loadTenant); rec.Code == http.StatusOK {
 			if idx, err := t.store.ReadIndex(r.Context()); err == nil {
 				t.noteDurable(idx, at)
 			}
 		}
-		for k, vs := range rec.Header() {
-			rw.Header()[k] = vs
-		}
-		rw.WriteHeader(rec.Code)
-		_, _ = rw.Write(rec.Body.Bytes())
+		copyResponse(rw, rec)
 	}))
 	b.Cleanup(w.proxy.Close)
 	return w
+}
+
+func copyResponse(rw http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, vs := range rec.Header() {
+		rw.Header()[k] = vs
+	}
+	rw.WriteHeader(rec.Code)
+	_, _ = rw.Write(rec.Body.Bytes())
 }
 
 // follow points t's capture at the proxy and its store at the server.
