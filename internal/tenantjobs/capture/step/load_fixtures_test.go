@@ -140,7 +140,7 @@ func (t *loadTenant) startCaptureProcess(b *testing.B, dir string) {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		b.Fatalf("%v (make stage-bin builds bin/etcd-stage)", err)
+		b.Fatalf("%v (make build makes bin/etcd-stage)", err)
 	}
 	t.capture, t.exited = cmd, make(chan error, 1)
 	go func() { t.exited <- cmd.Wait() }()
