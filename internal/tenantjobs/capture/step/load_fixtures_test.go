@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -213,6 +215,8 @@ type watchedS3 struct {
 	mu     sync.Mutex
 	failed []string
 	puts   []time.Duration // each PUT, as long as the server took
+	// requests and conns count the captures' requests and connections.
+	requests, conns atomic.Int64
 }
 
 func startWatchedS3(b *testing.B) *watchedS3 {
@@ -234,7 +238,8 @@ func startWatchedS3(b *testing.B) *watchedS3 {
 		w.mu.Unlock()
 		rw.WriteHeader(http.StatusBadGateway)
 	}
-	w.proxy = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+	w.proxy = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.requests.Add(1)
 		v, ok := w.tenants.Load(r.URL.Path)
 		if r.Method != http.MethodPut {
 			rp.ServeHTTP(rw, r)
@@ -259,6 +264,12 @@ func startWatchedS3(b *testing.B) *watchedS3 {
 		}
 		copyResponse(rw, rec)
 	}))
+	w.proxy.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			w.conns.Add(1)
+		}
+	}
+	w.proxy.Start()
 	b.Cleanup(w.proxy.Close)
 	return w
 }
