@@ -188,6 +188,7 @@ func (t *loadTenant) awaitDurable(ctx context.Context, b *testing.B) {
 		case <-ctx.Done():
 			b.Fatalf("revision %d of %s never became durable", last, t.o.Prefix)
 		case err := <-t.exited:
+			t.exited <- err
 			log, _ := os.ReadFile(filepath.Join(filepath.Dir(t.o.TerminationLog), "capture.log"))
 			b.Fatalf("the capture of %s ended (%v) before revision %d was durable:\n%s", t.o.Prefix, err, last, log)
 		case <-time.After(100 * time.Millisecond):

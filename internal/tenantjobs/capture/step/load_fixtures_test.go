@@ -42,7 +42,7 @@ type loadTenant struct {
 	o       capture.Options
 	store   changelog.Store // the chain, read from the S3 server itself
 	capture *exec.Cmd
-	exited  chan error
+	exited  chan error // its end, put back by whoever takes it
 
 	mu      sync.Mutex
 	commits []point // the writer's: each revision and when its write returned
@@ -115,8 +115,8 @@ func stopAll(ts []*loadTenant) {
 			continue
 		}
 		wg.Go(func() {
-			if t.capture != nil && t.capture.ProcessState == nil {
-				_ = t.capture.Process.Kill()
+			if t.capture != nil {
+				_ = t.capture.Process.Kill() // an error when it has exited
 				<-t.exited
 			}
 			if t.cli != nil {
