@@ -9,10 +9,12 @@ package backupdeletion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,10 +62,14 @@ type Reconciler struct {
 	// Broker hands out the platform credential for brokered strategies'
 	// objects; nil reads every recorded Secret.
 	Broker DeletionKeys
+	// Clock times the chain's last listing (chainSettle); nil is the
+	// real clock.
+	Clock clock.PassiveClock
 }
 
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=backups,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=backups.cozystack.io,resources=restorejobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=etcd-backup-driver.cozystack.io,resources=captureprogresses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=etcd-operator.cozystack.io,resources=etcdsnapshots,verbs=get;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
@@ -98,6 +104,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	outcome, err := r.deleteObject(ctx, &b, verdict)
+	if s := (*settling)(nil); errors.As(err, &s) {
+		log.FromContext(ctx).Info("deleted the chain; deleting the snapshot once a capture's last upload has landed", "after", s.after)
+		return ctrl.Result{RequeueAfter: s.after}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -39,15 +39,19 @@ type outcome struct {
 	object string
 }
 
-// ObjectDeleter deletes one stored snapshot. Deleting an object that does
-// not exist succeeds.
+// ObjectDeleter deletes stored objects (s3object.Store): one snapshot, or
+// a batch of the objects under a chain's folder. Deleting what does not
+// exist succeeds.
 type ObjectDeleter interface {
 	Delete(ctx context.Context, loc s3object.Location, creds s3object.Credentials) error
+	DeleteUnder(ctx context.Context, folder s3object.Location, creds s3object.Credentials, max int) (int, error)
 }
 
-// deleteObject removes the Backup's S3 object when the driver verifies it
-// recorded the Backup, its recorded policy is Delete, and no admin asked to
-// skip it. An unverified Backup's object is kept whatever it claims.
+// deleteObject removes the Backup's S3 object, and before it the chain of
+// captured changes that follows the Backup, when the driver verifies it
+// recorded the Backup, its recorded policy is Delete, and no admin asked
+// to skip it (Retain and the annotation keep both). An unverified Backup's
+// object is kept whatever it claims.
 // Failures that a retry can fix are plain errors (backoff); an endpoint the
 // policy refuses stops the cleanup until an admin sets
 // SkipObjectDeletionAnnotation.
@@ -68,13 +72,21 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 	if b.Annotations[SkipObjectDeletionAnnotation] == "true" {
 		out.object = objectSkipped
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeletionSkipped", "Cleanup",
-			"kept the stored snapshot although the deletion policy is Delete, because %s is \"true\"", SkipObjectDeletionAnnotation)
+			"kept the stored snapshot (and the chain of captured changes that follows it, if any) although the deletion policy is Delete, because %s is \"true\"", SkipObjectDeletionAnnotation)
 		return out, nil
 	}
 
 	f := v.Facts
 	loc := s3object.Location{Endpoint: f.Endpoint, Bucket: f.Bucket, Key: f.Key, Region: f.Region, ForcePathStyle: f.ForcePathStyle}
-	creds, err := r.credentials(ctx, b.Namespace, f)
+	folder, hasChain, err := r.chainFolder(ctx, b, loc)
+	if err != nil {
+		return out, err
+	}
+	keys := []string{loc.Key}
+	if hasChain {
+		keys = append(keys, folder.Key)
+	}
+	creds, err := r.credentials(ctx, b.Namespace, f, keys...)
 	if errors.Is(err, s3object.ErrSecretGone) {
 		// Waiting would hold the Backup (and a namespace being deleted)
 		// for a Secret that may never come back.
@@ -96,23 +108,54 @@ func (r *Reconciler) deleteObject(ctx context.Context, b *backupsv1alpha1.Backup
 		// address dialled is checked against the policy.
 		deleter = s3object.Store{Policy: r.Policy, AllowHTTP: true}
 	}
+	// The chain first: it is worth nothing without its base, and a
+	// cleanup that stops between the two finds it empty next time.
+	if hasChain {
+		n, err := deleteChain(ctx, deleter, folder, creds)
+		if err != nil {
+			return r.deleteFailed(ctx, b, out, folder, backupsv1alpha1.BackupReasonChainDeleteFailed, err)
+		}
+		if n > 0 {
+			log.FromContext(ctx).Info("deleted the chain of captured changes", "bucket", f.Bucket, "prefix", folder.Key, "objects", n)
+			r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ChainDeleted", "Cleanup",
+				"deleted the %d objects of the chain of captured changes under %s (deletion policy Delete)", n, folder)
+		}
+		// In a namespace being deleted the capture goes too, and the
+		// namespace is not held for it.
+		left, err := r.settleLeft(ctx, b)
+		if err != nil {
+			return out, err
+		}
+		if left > 0 && !r.namespaceTerminating(ctx, b.Namespace) {
+			return out, &settling{after: left}
+		}
+	}
 	if err := deleter.Delete(ctx, loc, creds); err != nil {
-		if r.namespaceTerminating(ctx, b.Namespace) {
-			return r.kept(ctx, b, out, objectKeptNamespaceTerminating, backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating,
-				fmt.Sprintf("kept %s although the deletion policy is Delete: the namespace is being deleted and the delete failed: %v", loc, err)), nil
-		}
-		msg := fmt.Sprintf("cannot delete %s at %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
-			loc, f.Endpoint, err, SkipObjectDeletionAnnotation)
-		err = r.blocked(ctx, b, backupsv1alpha1.BackupReasonObjectDeleteFailed, msg, err)
-		if errors.Is(err, s3object.ErrRefused) {
-			return out, reconcile.TerminalError(err)
-		}
-		return out, err
+		return r.deleteFailed(ctx, b, out, loc, backupsv1alpha1.BackupReasonObjectDeleteFailed, err)
 	}
 	log.FromContext(ctx).Info("deleted stored snapshot", "bucket", f.Bucket, "key", f.Key, "endpoint", f.Endpoint)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "ObjectDeleted", "Cleanup", "deleted %s (deletion policy Delete)", loc)
 	out.object = objectDeleted
 	return out, nil
+}
+
+// deleteFailed answers a failed S3 delete of loc: in a namespace being
+// deleted the Backup is released keeping what is left; otherwise the
+// failure is reported and retried with backoff, except for an endpoint the
+// policy refuses, which stops the cleanup until an admin sets
+// SkipObjectDeletionAnnotation.
+func (r *Reconciler) deleteFailed(ctx context.Context, b *backupsv1alpha1.Backup, out outcome, loc s3object.Location, reason string, err error) (outcome, error) {
+	if r.namespaceTerminating(ctx, b.Namespace) {
+		return r.kept(ctx, b, out, objectKeptNamespaceTerminating, backupsv1alpha1.BackupReasonObjectKeptNamespaceTerminating,
+			fmt.Sprintf("kept %s although the deletion policy is Delete: the namespace is being deleted and the delete failed: %v", loc, err)), nil
+	}
+	msg := fmt.Sprintf("cannot delete %s at %s: %v; retrying. Set the annotation %s=\"true\" to keep the object instead",
+		loc, loc.Endpoint, err, SkipObjectDeletionAnnotation)
+	err = r.blocked(ctx, b, reason, msg, err)
+	if errors.Is(err, s3object.ErrRefused) {
+		return out, reconcile.TerminalError(err)
+	}
+	return out, err
 }
 
 // kept reports (Warning Event and the deletion metric's object label) that

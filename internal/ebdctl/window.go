@@ -28,7 +28,7 @@ type PointInTimeRow struct {
 	// captured) is.
 	LagSeconds int64 `json:"lagSeconds"`
 	// State is the Capturing condition's reason (Following, Starting,
-	// Stalled, Gap, Refused).
+	// Stalled, Gap, Refused, BaseGone).
 	State   string `json:"state"`
 	Message string `json:"message,omitempty"`
 }

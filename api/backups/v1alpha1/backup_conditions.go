@@ -30,6 +30,11 @@ const (
 	// BackupReasonObjectDeleteFailed: the S3 delete failed; retried with
 	// backoff.
 	BackupReasonObjectDeleteFailed = "ObjectDeleteFailed"
+	// BackupReasonChainDeleteFailed: deleting the chain of captured
+	// changes that follows the Backup (point-in-time restore) failed, or
+	// found objects still coming after its bound for one attempt; retried
+	// with backoff, before the Backup's own object is deleted.
+	BackupReasonChainDeleteFailed = "ChainDeleteFailed"
 	// BackupReasonInUseByRestore: an unfinished RestoreJob reads the
 	// Backup, so its object is kept until the restore ends.
 	BackupReasonInUseByRestore = "InUseByRestore"

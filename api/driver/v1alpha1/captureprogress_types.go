@@ -119,6 +119,11 @@ const (
 	// Backup's location is refused, or an object at the capture's name is
 	// not the driver's); the message says what to do.
 	CaptureReasonRefused = "Refused"
+	// CaptureReasonBaseGone: the Backup the chain follows is gone (its
+	// chain is deleted with it) or no longer good, and no other good,
+	// inspected Backup of the Plan remains: the capture is stopped until
+	// the next one.
+	CaptureReasonBaseGone = "BaseGone"
 )
 
 // CaptureProgress is the record of one point-in-time capture: the driver

@@ -27,43 +27,61 @@ type baseBackup struct {
 	Revision int64
 }
 
-// newestBase is the Plan's newest good Backup (goodbackup.Good, its
-// provenance checked with the driver's key, for this Plan and
-// application) whose inspection recorded a manifest the driver signed:
-// the manifest gives the revision the chain starts after. Spec.TakenAt is
-// set to the signed time.
+// newestBase is the Plan's newest base Backup (bases), or nil.
 func (r *Reconciler) newestBase(ctx context.Context, plan *backupsv1alpha1.Plan) (*baseBackup, error) {
+	bases, err := r.bases(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	var newest *baseBackup
+	for i := range bases {
+		if newest == nil || goodbackup.Newer(bases[i].Backup, newest.Backup) {
+			newest = &bases[i]
+		}
+	}
+	return newest, nil
+}
+
+// bases are the Plan's Backups a chain can follow: good (goodbackup.Good,
+// so not being deleted), their provenance checked with the driver's key,
+// for this Plan and application, whose inspection recorded a manifest the
+// driver signed: the manifest gives the revision the chain starts after.
+// Spec.TakenAt is set to the signed time.
+func (r *Reconciler) bases(ctx context.Context, plan *backupsv1alpha1.Plan) ([]baseBackup, error) {
 	var list backupsv1alpha1.BackupList
 	if err := r.Client.List(ctx, &list, client.InNamespace(plan.Namespace),
 		client.MatchingLabels{backupsv1alpha1.PlanNameLabel: names.LabelValue(plan.Name)}); err != nil {
 		return nil, fmt.Errorf("list Backups of Plan %s/%s: %w", plan.Namespace, plan.Name, err)
 	}
-	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
-	var candidates []backupsv1alpha1.Backup
-	revisions := map[string]int64{}
-	for _, b := range list.Items {
-		v, err := provenance.Verify(ctx, r.Keys, &b)
+	var out []baseBackup
+	for i := range list.Items {
+		base, err := r.baseOf(ctx, plan, &list.Items[i])
 		if err != nil {
 			return nil, err
 		}
-		if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(&b, true) || b.Status.Artifact == nil {
-			continue
-		}
-		rev, err := pointintime.SignedRevision(ctx, r.Keys, &b)
-		if err != nil {
-			return nil, err
-		}
-		if rev > 0 {
-			b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
-			candidates = append(candidates, b)
-			revisions[b.Name] = rev
+		if base != nil {
+			out = append(out, *base)
 		}
 	}
-	best := goodbackup.Newest(candidates, func(*backupsv1alpha1.Backup) bool { return true })
-	if best == nil {
+	return out, nil
+}
+
+// baseOf is b as a base of the Plan's chains (see bases), or nil.
+func (r *Reconciler) baseOf(ctx context.Context, plan *backupsv1alpha1.Plan, b *backupsv1alpha1.Backup) (*baseBackup, error) {
+	app := backupsv1alpha1.NormalizeApplicationRef(plan.Spec.ApplicationRef)
+	v, err := provenance.Verify(ctx, r.Keys, b)
+	if err != nil {
+		return nil, err
+	}
+	if !v.Verified || v.Facts.Plan != plan.Name || v.Facts.Application != app.Name || !goodbackup.Good(b, true) || b.Status.Artifact == nil {
 		return nil, nil
 	}
-	return &baseBackup{Backup: best, Revision: revisions[best.Name]}, nil
+	rev, err := pointintime.SignedRevision(ctx, r.Keys, b)
+	if err != nil || rev <= 0 {
+		return nil, err
+	}
+	b.Spec.TakenAt = metav1.NewTime(v.TakenAt())
+	return &baseBackup{Backup: b, Revision: rev}, nil
 }
 
 // spec is the capture the driver runs for rec's chain on base: the S3

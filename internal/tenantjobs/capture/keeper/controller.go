@@ -93,10 +93,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	if base == nil {
-		// Nothing to follow yet: the Plan's first good, inspected Backup
-		// starts the first chain (its event wakes the Plan).
+		// Nothing to follow: the Plan's next good, inspected Backup
+		// starts a chain (its event wakes the Plan).
 		if rec != nil {
-			return r.show(ctx, &plan, rec, sp)
+			return ctrl.Result{}, r.baseGone(ctx, &plan, rec, sp)
 		}
 		return ctrl.Result{}, nil
 	}

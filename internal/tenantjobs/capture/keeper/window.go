@@ -109,6 +109,9 @@ func (r *Reconciler) show(ctx context.Context, p *backupsv1alpha1.Plan, rec *dri
 		// gets the latest start the driver can vouch for.
 		st.Window = &driverv1alpha1.CaptureWindow{From: rec.CreationTimestamp, FromBackup: rec.Spec.BaseBackup}
 	}
+	if err := r.keepStart(ctx, p, st.Window); err != nil {
+		return ctrl.Result{}, err
+	}
 	current := st.BaseRevision == rec.Spec.BaseRevision && st.UpdatedAt != nil
 	if st.Window != nil && current {
 		if d := durable(st); d != nil {
@@ -161,7 +164,7 @@ func (r *Reconciler) refuse(ctx context.Context, p *backupsv1alpha1.Plan, rec *d
 
 // setCondition writes rec's status (the window as changed since before,
 // and the Capturing condition) when it changed; a Warning Event goes with
-// each change to Stalled or Refused (the gap has its own).
+// each change to Stalled, Refused or BaseGone (the gap has its own).
 func (r *Reconciler) setCondition(ctx context.Context, p *backupsv1alpha1.Plan, rec, before *driverv1alpha1.CaptureProgress,
 	status metav1.ConditionStatus, reason, msg string) error {
 	was := meta.FindStatusCondition(before.Status.Conditions, driverv1alpha1.CaptureConditionCapturing)
@@ -170,7 +173,8 @@ func (r *Reconciler) setCondition(ctx context.Context, p *backupsv1alpha1.Plan, 
 	if equality.Semantic.DeepEqual(before.Status, rec.Status) {
 		return nil
 	}
-	if (reason == driverv1alpha1.CaptureReasonStalled || reason == driverv1alpha1.CaptureReasonRefused) && (was == nil || was.Reason != reason) {
+	if (reason == driverv1alpha1.CaptureReasonStalled || reason == driverv1alpha1.CaptureReasonRefused || reason == driverv1alpha1.CaptureReasonBaseGone) &&
+		(was == nil || was.Reason != reason) {
 		r.Recorder.Eventf(p, rec, corev1.EventTypeWarning, reason, "Capture", "%s", textlimit.Note(msg))
 	}
 	if err := r.Client.Status().Patch(ctx, rec, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
