@@ -132,31 +132,58 @@ func (g *gen) slice(i int) Write {
 	return g.encode("/registry/endpointslices/"+ns+"/web-x7k2p", s)
 }
 
-// Apply makes ws in the etcd cli reaches, one request each; Events share
-// a lease of their TTL granted every 600 writes (a minute of them), as
-// kube-apiserver reuses its leases.
+// Apply makes ws in the etcd cli reaches, one request each (Writer).
 func Apply(ctx context.Context, cli *clientv3.Client, ws []Write) error {
-	var lease clientv3.LeaseID
+	x := NewWriter(cli)
 	for i, w := range ws {
-		var err error
-		switch {
-		case w.Delete:
-			_, err = cli.Delete(ctx, w.Key)
-		case w.LeaseTTL != 0:
-			if lease == 0 || i%600 == 0 {
-				l, gerr := cli.Grant(ctx, w.LeaseTTL)
-				if gerr != nil {
-					return gerr
-				}
-				lease = l.ID
-			}
-			_, err = cli.Put(ctx, w.Key, string(w.Value), clientv3.WithLease(lease))
-		default:
-			_, err = cli.Put(ctx, w.Key, string(w.Value))
-		}
-		if err != nil {
+		if _, err := x.Write(ctx, w); err != nil {
 			return fmt.Errorf("write %d (%s): %w", i, w.Key, err)
 		}
 	}
 	return nil
+}
+
+// Writer makes writes one at a time, one request each; Events share a
+// lease of their TTL granted every 600 writes (a minute of them), as
+// kube-apiserver reuses its leases.
+type Writer struct {
+	cli   *clientv3.Client
+	lease clientv3.LeaseID
+	n     int
+}
+
+// NewWriter writes to the etcd cli reaches.
+func NewWriter(cli *clientv3.Client) *Writer { return &Writer{cli: cli} }
+
+// Write makes w and returns the revision it committed, 0 when it
+// changed nothing (a delete of a key that is not there).
+func (x *Writer) Write(ctx context.Context, w Write) (int64, error) {
+	i := x.n
+	x.n++
+	switch {
+	case w.Delete:
+		r, err := x.cli.Delete(ctx, w.Key)
+		if err != nil || r.Deleted == 0 {
+			return 0, err
+		}
+		return r.Header.Revision, nil
+	case w.LeaseTTL != 0:
+		if x.lease == 0 || i%600 == 0 {
+			l, err := x.cli.Grant(ctx, w.LeaseTTL)
+			if err != nil {
+				return 0, err
+			}
+			x.lease = l.ID
+		}
+		r, err := x.cli.Put(ctx, w.Key, string(w.Value), clientv3.WithLease(x.lease))
+		if err != nil {
+			return 0, err
+		}
+		return r.Header.Revision, nil
+	}
+	r, err := x.cli.Put(ctx, w.Key, string(w.Value))
+	if err != nil {
+		return 0, err
+	}
+	return r.Header.Revision, nil
 }

@@ -120,6 +120,9 @@ func Start(s Spec) (*Member, error) {
 // Started is when the process was launched.
 func (m *Member) Started() time.Time { return m.started }
 
+// Pid is the process's ID.
+func (m *Member) Pid() int { return m.cmd.Process.Pid }
+
 // Exited is closed when the process has ended.
 func (m *Member) Exited() <-chan struct{} { return m.exited }
 
