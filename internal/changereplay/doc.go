@@ -1,8 +1,9 @@
 // Package changereplay turns a base Backup's snapshot and a verified
 // chain of captured changes (internal/changelog) into a snapshot of the
 // etcd at a chosen point: a revision, or the newest revision the capture
-// received at or before a time. The staging step of a restore Job is to
-// use it (never the driver): the result is staged like any snapshot.
+// received at or before a time. The staging and rehearsal Jobs use it
+// (through internal/tenantjobs/pointreplay; never the driver): the result
+// is staged like any snapshot.
 //
 // Nothing is applied before every segment needed, and the chain linking
 // them to the base, is verified: a corrupted, swapped, reordered or
