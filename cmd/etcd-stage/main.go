@@ -29,6 +29,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture"
 	capturestep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/capture/step"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	pointrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay/run"
 	rehearsalstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	rehearsalrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step/run"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -60,7 +61,7 @@ func main() {
 		code = capturestep.Main(ctx, os.Args[2:], os.Getenv, os.Stdout, os.Stderr)
 	default:
 		_, _ = memlimit.Apply("/sys/fs/cgroup", 0.9) // a restore to a point runs a scratch etcd in this process
-		code = stagingstep.Main(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+		code = stagingstep.MainWith(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr, pointrun.Staging)
 	}
 	stop()
 	os.Exit(code)

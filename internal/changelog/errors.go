@@ -31,6 +31,12 @@ var (
 	// ErrForeignChain: the segment or index belongs to another chain
 	// (another base revision, base snapshot or etcd cluster).
 	ErrForeignChain = errors.New("change segment of another chain")
+	// ErrBaseMismatch: the base snapshot is not the one the chain follows
+	// (another sha256, or it restores at another revision).
+	ErrBaseMismatch = errors.New("the base snapshot is not the chain's base")
+	// ErrDiverged: a replay of the chain did not answer a revision with
+	// its captured number (the chain does not fit its base).
+	ErrDiverged = errors.New("the replay diverged from the captured revisions")
 )
 
 // SegmentError names the segment an error is about.

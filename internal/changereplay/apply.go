@@ -2,7 +2,6 @@ package changereplay
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -15,7 +14,7 @@ import (
 // ErrDiverged: the scratch etcd did not answer a replayed transaction
 // with the captured revision (the base is not the chain's, or the etcd
 // acted on its own).
-var ErrDiverged = errors.New("the replay diverged from the captured revisions")
+var ErrDiverged = changelog.ErrDiverged
 
 // applier applies captured revisions to the scratch etcd.
 type applier struct {

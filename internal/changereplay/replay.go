@@ -20,7 +20,7 @@ import (
 
 // ErrBaseMismatch: the base snapshot is not the one the chain follows
 // (another sha256, or it restores at another revision).
-var ErrBaseMismatch = errors.New("the base snapshot is not the chain's base")
+var ErrBaseMismatch = changelog.ErrBaseMismatch
 
 // Input is one replay.
 type Input struct {

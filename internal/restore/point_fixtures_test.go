@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/provenance"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
+	pointrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay/run"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/pointchain"
@@ -144,7 +145,7 @@ func playStaging(t *testing.T, ns, name string) staged {
 		return map[string]string{s3object.AccessKeyIDKey: s3Creds.AccessKeyID, s3object.SecretAccessKeyKey: s3Creds.SecretAccessKey}[k]
 	}
 	var stdout, stderr bytes.Buffer
-	code := stagingstep.Main(ctx, args, env, &stdout, &stderr)
+	code := stagingstep.MainWith(ctx, args, env, &stdout, &stderr, pointrun.Staging)
 	rep, err := stagingstep.ParseReport(stdout.String())
 	g.Expect(err).NotTo(HaveOccurred(), "stderr: %s", stderr.String())
 	out := ""

@@ -6,7 +6,6 @@ import (
 	"syscall"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 )
 
@@ -70,8 +69,8 @@ var refusals = []struct {
 	{changelog.ErrCorrupt, ReasonChainCorrupt},
 	{changelog.ErrTooLarge, ReasonChainTooLarge},
 	{changelog.ErrOutsideWindow, ReasonPointOutsideWindow},
-	{changereplay.ErrBaseMismatch, ReasonChainBaseMismatch},
-	{changereplay.ErrDiverged, ReasonReplayDiverged},
+	{changelog.ErrBaseMismatch, ReasonChainBaseMismatch},
+	{changelog.ErrDiverged, ReasonReplayDiverged},
 }
 
 // Refusal is the reason err (of Replay, or Bind's check) refuses the
@@ -96,7 +95,8 @@ type diskError struct{ err error }
 func (e diskError) Error() string { return e.err.Error() }
 func (e diskError) Unwrap() error { return e.err }
 
-func disk(err error) error { return diskError{err} }
+// Disk marks err as a failure of the Pod's own disk (OnDisk).
+func Disk(err error) error { return diskError{err} }
 
 // OnDisk reports whether err is a failure of the Pod's own disk (a file
 // that cannot be made, written or read back, a full or read-only

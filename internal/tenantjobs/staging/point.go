@@ -5,7 +5,7 @@ import (
 )
 
 // A restore to a point replays the chain onto the base in the staging
-// Job's restore container (pointreplay.Replay): a throwaway etcd runs in
+// Job's restore container (pointreplay/run.Replay): a throwaway etcd runs in
 // that process, its data on the claim. The container and the claim are
 // sized for it, within fixed bounds.
 

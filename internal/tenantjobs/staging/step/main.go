@@ -13,12 +13,20 @@ import (
 // Main is etcd-stage: it parses args (without the program name), reads the
 // S3 keys and the optional CA bundle from env, stages the object to --out,
 // writes the Report to the termination log and stdout, and returns the
-// exit code. Errors are described on stderr as well.
+// exit code. Errors are described on stderr as well. It cannot stage a
+// point: MainWith can.
 func Main(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) int {
+	return MainWith(ctx, args, env, stdout, stderr, nil)
+}
+
+// MainWith is Main staging a point (--chain ...) with replay: etcd-stage
+// passes pointreplay/run.Staging, which links etcd's server; the driver,
+// which imports this package for the Jobs' arguments, does not.
+func MainWith(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer, replay PointReplay) int {
 	o, err := Parse(args, stderr)
 	var res Result
 	if err == nil {
-		res, err = run(ctx, o, env)
+		res, err = run(ctx, o, env, replay)
 	}
 	r := NewReport(res, err)
 	if err != nil {
@@ -28,14 +36,14 @@ func Main(ctx context.Context, args []string, env func(string) string, stdout, s
 	return r.ExitCode()
 }
 
-func run(ctx context.Context, o Options, env func(string) string) (Result, error) {
+func run(ctx context.Context, o Options, env func(string) string, replay PointReplay) (Result, error) {
 	r, err := Fetch(ctx, o.source(), env)
 	if err != nil {
 		return Result{}, err
 	}
 	defer r.Close()
 	if o.Point.Set() {
-		return stageAtPoint(ctx, o, r, env)
+		return stageAtPoint(ctx, o, r, env, replay)
 	}
 	return Stage(r, o.Size, o.SHA256, o.Out, o.Plan())
 }

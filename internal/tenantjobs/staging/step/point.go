@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
-	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 )
@@ -18,14 +17,19 @@ import (
 // A restore to a point stages the snapshot at the point: the base
 // Backup's snapshot, checked as every staged snapshot is, with its chain
 // of captured changes replayed onto it up to the point
-// (pointreplay.Replay, in a throwaway etcd inside this process), then
+// (pointreplay/run.Replay, in a throwaway etcd inside this process,
+// handed to MainWith: this package links no etcd server), then
 // raised and compacted as any staged snapshot is: the floor plan applies
 // to the point's revision.
 
 // Replayer makes out, the snapshot at a point (with etcd's integrity
 // trailer), from base, the checked snapshot as stored (with its
 // trailer), working in workDir.
-type Replayer func(base, workDir, out string) (changereplay.Result, error)
+type Replayer func(base, workDir, out string) (PointResult, error)
+
+// PointReplay makes out, the snapshot at p, from base (as Replayer),
+// reading p's chain from store: pointreplay/run.Staging.
+type PointReplay func(ctx context.Context, store changelog.Store, p pointreplay.Point, base, workDir, out string) (PointResult, error)
 
 // PointResult is what was replayed onto the base before staging.
 type PointResult struct {
@@ -77,7 +81,7 @@ func replayTo(db, out string, at Replayer) (string, *PointResult, error) {
 		os.Remove(replayed)
 		return "", nil, err
 	}
-	return replayed, &PointResult{Revision: res.Revision, Time: res.Time, Revisions: res.Revisions, Events: res.Events}, nil
+	return replayed, &res, nil
 }
 
 func stripTrailer(path string) error {
@@ -103,13 +107,16 @@ func (o Options) chainStore(env func(string) string) (changelog.Store, error) {
 }
 
 // stageAtPoint stages o's object replayed to o's point.
-func stageAtPoint(ctx context.Context, o Options, r io.Reader, env func(string) string) (Result, error) {
+func stageAtPoint(ctx context.Context, o Options, r io.Reader, env func(string) string, replay PointReplay) (Result, error) {
+	if replay == nil {
+		return Result{}, fmt.Errorf("%w: this etcd-stage cannot replay a point (stagingstep.MainWith without a PointReplay)", ErrArguments)
+	}
 	store, err := o.chainStore(env)
 	if err != nil {
 		return Result{}, err
 	}
-	return StageAt(r, o.Size, o.SHA256, o.Out, o.Plan(), func(base, work, out string) (changereplay.Result, error) {
-		return pointreplay.Replay(ctx, store, o.Point, base, work, out)
+	return StageAt(r, o.Size, o.SHA256, o.Out, o.Plan(), func(base, work, out string) (PointResult, error) {
+		return replay(ctx, store, o.Point, base, work, out)
 	})
 }
 

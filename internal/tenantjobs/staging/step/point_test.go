@@ -1,4 +1,4 @@
-package step
+package step_test
 
 import (
 	"bytes"
@@ -15,7 +15,9 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
+	pointrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay/run"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/pointchain"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
@@ -62,18 +64,18 @@ func TestMainStagesTheSnapshotAtThePoint(t *testing.T) {
 		[]changelog.Revision{pointchain.Put(r+2, t0.Add(time.Minute), "/registry/namespaces/after", "a")})
 
 	dir := t.TempDir()
-	o := Options{Endpoint: srv.URL, Bucket: "bkt", Key: key, PathStyle: true, Size: int64(len(snap)), SHA256: base.SHA256,
+	o := step.Options{Endpoint: srv.URL, Bucket: "bkt", Key: key, PathStyle: true, Size: int64(len(snap)), SHA256: base.SHA256,
 		RevisionFloor: 5000, Out: filepath.Join(dir, "restore.db"), AllowedEndpointCIDRs: []string{"127.0.0.0/8"}, AllowHTTP: true,
 		TerminationLog: filepath.Join(dir, "termination-log"),
 		Point:          pointreplay.Point{Chain: chain, Base: base, Target: changelog.Target{Time: t0.Add(30 * time.Second)}}}
 	env := func(k string) string {
 		return map[string]string{s3object.AccessKeyIDKey: creds.AccessKeyID, s3object.SecretAccessKeyKey: creds.SecretAccessKey}[k]
 	}
-	run := func(o Options) (int, Report) {
+	run := func(o step.Options) (int, step.Report) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		code := Main(ctx, o.Args(), env, &stdout, &stderr)
-		rep, err := ParseReport(stdout.String())
+		code := step.MainWith(ctx, o.Args(), env, &stdout, &stderr, pointrun.Staging)
+		rep, err := step.ParseReport(stdout.String())
 		if err != nil {
 			t.Fatalf("%v (stderr: %s)", err, stderr.String())
 		}
@@ -81,10 +83,10 @@ func TestMainStagesTheSnapshotAtThePoint(t *testing.T) {
 	}
 
 	code, rep := run(o)
-	if code != report.ExitSucceeded || rep.Point == nil || rep.Point.Revision != r+1 || rep.SnapshotRevision != r+1 || rep.Revision != 5000+DefaultMargin {
+	if code != report.ExitSucceeded || rep.Point == nil || rep.Point.Revision != r+1 || rep.SnapshotRevision != r+1 || rep.Revision != 5000+step.DefaultMargin {
 		t.Fatalf("exit %d, report %+v (point %+v)", code, rep, rep.Point)
 	}
-	if latest, compacted := readStaged(t, o.Out, rep.Result); latest != rep.Revision || compacted != rep.Revision {
+	if latest, compacted := step.ReadStaged(t, o.Out, rep.Result); latest != rep.Revision || compacted != rep.Revision {
 		t.Fatalf("staged at %d compacted %d, report says %d", latest, compacted, rep.Revision)
 	}
 	kvs, _ := pointchain.Keys(t, o.Out)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/scratchetcd"
 	inspectionstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/inspection/step"
+	pointrun "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay/run"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/rehearsal/step"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
@@ -50,7 +51,7 @@ func run(ctx context.Context, o step.Options, env func(string) string, stderr io
 	// checks, the same revision raise. Its report goes to a file of ours.
 	so := o.Staging
 	so.TerminationLog = filepath.Join(dir, step.StageReportFile)
-	stagingstep.Main(ctx, so.Args(), env, io.Discard, stderr)
+	stagingstep.MainWith(ctx, so.Args(), env, io.Discard, stderr, pointrun.Staging)
 	msg, err := os.ReadFile(so.TerminationLog)
 	if err != nil {
 		return step.Failure(report.Retryable, step.ReasonStagingUnreported, fmt.Errorf("read the staging report: %w", err))

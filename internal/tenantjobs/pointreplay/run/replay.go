@@ -1,4 +1,10 @@
-package pointreplay
+// Package run is the Job side of a restore (or dry run) to a point that
+// links the replay (internal/changereplay, and with it etcd's server):
+// Replay, and Staging, the replay the staging step runs with
+// (stagingstep.MainWith). Only etcd-stage and its tests import it; the
+// driver builds the Jobs' arguments with internal/tenantjobs/pointreplay
+// and never links etcd's server.
+package run
 
 import (
 	"context"
@@ -8,6 +14,8 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changereplay"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
+	stagingstep "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging/step"
 )
 
 // Replay makes out, the snapshot at p's target, from base, the base
@@ -19,9 +27,9 @@ import (
 // index must follow p.Base, the base the driver signed: the tenant's
 // index cannot name another. workDir holds the segments and the scratch
 // etcd's data, and is emptied on return.
-func Replay(ctx context.Context, store changelog.Store, p Point, base, workDir, out string) (changereplay.Result, error) {
+func Replay(ctx context.Context, store changelog.Store, p pointreplay.Point, base, workDir, out string) (changereplay.Result, error) {
 	if !p.Set() {
-		return changereplay.Result{}, fmt.Errorf("%w: no point", ErrInvalidPoint)
+		return changereplay.Result{}, fmt.Errorf("%w: no point", pointreplay.ErrInvalidPoint)
 	}
 	if err := p.Validate(); err != nil {
 		return changereplay.Result{}, err
@@ -32,10 +40,10 @@ func Replay(ctx context.Context, store changelog.Store, p Point, base, workDir, 
 	store.Chain = p.Chain
 	segments := filepath.Join(workDir, "segments")
 	if err := os.RemoveAll(segments); err != nil {
-		return changereplay.Result{}, disk(fmt.Errorf("empty the replay's folder: %w", err))
+		return changereplay.Result{}, pointreplay.Disk(fmt.Errorf("empty the replay's folder: %w", err))
 	}
 	if err := os.MkdirAll(segments, 0o700); err != nil {
-		return changereplay.Result{}, disk(fmt.Errorf("make the replay's folder: %w", err))
+		return changereplay.Result{}, pointreplay.Disk(fmt.Errorf("make the replay's folder: %w", err))
 	}
 	defer os.RemoveAll(segments)
 
@@ -61,4 +69,13 @@ func Replay(ctx context.Context, store changelog.Store, p Point, base, workDir, 
 		return changereplay.Result{}, fmt.Errorf("replay to %s: %w", p.Target, err)
 	}
 	return res, nil
+}
+
+// Staging is Replay as the staging step calls it (stagingstep.PointReplay).
+func Staging(ctx context.Context, store changelog.Store, p pointreplay.Point, base, workDir, out string) (stagingstep.PointResult, error) {
+	res, err := Replay(ctx, store, p, base, workDir, out)
+	if err != nil {
+		return stagingstep.PointResult{}, err
+	}
+	return stagingstep.PointResult{Revision: res.Revision, Time: res.Time, Revisions: res.Revisions, Events: res.Events}, nil
 }

@@ -1,12 +1,9 @@
-package pointreplay
+package run
 
 import (
 	"context"
-	"flag"
-	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
@@ -14,6 +11,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/endpointpolicy"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/s3object"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/s3server"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/report"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/pointchain"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
@@ -25,7 +23,7 @@ import (
 type fixture struct {
 	store    changelog.Store
 	base     string
-	point    Point
+	point    pointreplay.Point
 	segments []pointchain.Segment
 	t0       time.Time
 }
@@ -51,7 +49,7 @@ func newFixture(ctx context.Context, t *testing.T) fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := Point{Chain: changelog.ChainPrefix("tenant-a/etcd", b.Revision), Base: b}
+	p := pointreplay.Point{Chain: changelog.ChainPrefix("tenant-a/etcd", b.Revision), Base: b}
 	store := changelog.Store{S3: s3object.Store{Policy: policy, AllowHTTP: true},
 		Creds:  s3object.Credentials{AccessKeyID: creds.AccessKeyID, SecretAccessKey: creds.SecretAccessKey},
 		Bucket: s3object.Location{Endpoint: srv.URL, Bucket: "bkt", ForcePathStyle: true}, Chain: p.Chain}
@@ -63,7 +61,7 @@ func newFixture(ctx context.Context, t *testing.T) fixture {
 	return fixture{store: store, base: base, point: p, segments: segs, t0: t0}
 }
 
-func (f fixture) at(t changelog.Target) Point { p := f.point; p.Target = t; return p }
+func (f fixture) at(t changelog.Target) pointreplay.Point { p := f.point; p.Target = t; return p }
 
 // The snapshot made is the etcd at the point, by revision or by time:
 // what was created by then is there, what came after is not.
@@ -140,42 +138,42 @@ func TestAChainThatIsWrongIsRefusedWithItsReason(t *testing.T) {
 			bad := append([]byte(nil), s.Data...)
 			bad[len(bad)-2] ^= 1
 			pointchain.Replace(ctx, t, f.store, s.Key, bad, pointchain.SHA256(s.Data))
-		}, "", ReasonChainChecksum},
+		}, "", pointreplay.ReasonChainChecksum},
 		{"two segments swapped", func(f *fixture) {
 			s0, s1 := f.segments[0], f.segments[1]
 			pointchain.Replace(ctx, t, f.store, s0.Key, s1.Data, pointchain.SHA256(s1.Data))
 			pointchain.Replace(ctx, t, f.store, s1.Key, s0.Data, pointchain.SHA256(s0.Data))
-		}, "", ReasonChainOutOfOrder},
+		}, "", pointreplay.ReasonChainOutOfOrder},
 		{"a segment missing", func(f *fixture) {
 			loc := f.store.Bucket
 			loc.Key = f.segments[1].Key
 			if err := f.store.S3.Delete(ctx, loc, f.store.Creds); err != nil {
 				t.Fatal(err)
 			}
-		}, "", ReasonChainMissing},
+		}, "", pointreplay.ReasonChainMissing},
 		{"no index", func(f *fixture) {
 			loc := f.store.Bucket
 			loc.Key = changelog.IndexKey(f.point.Chain)
 			if err := f.store.S3.Delete(ctx, loc, f.store.Creds); err != nil {
 				t.Fatal(err)
 			}
-		}, "", ReasonChainNoIndex},
+		}, "", pointreplay.ReasonChainNoIndex},
 		{"a chain of another base", func(f *fixture) {
 			f.point.Base.SHA256 = pointchain.SHA256([]byte("another snapshot"))
-		}, "", ReasonChainForeign},
+		}, "", pointreplay.ReasonChainForeign},
 		{"another base file", func(f *fixture) {
 			if err := os.WriteFile(f.base, []byte("not the base snapshot at all, not at all"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, "", ReasonChainBaseMismatch},
-		{"a point past the window", func(*fixture) {}, "", ReasonPointOutsideWindow},
+		}, "", pointreplay.ReasonChainBaseMismatch},
+		{"a point past the window", func(*fixture) {}, "", pointreplay.ReasonPointOutsideWindow},
 		{"the work folder cannot be made", func(*fixture) {}, notADir, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(ctx, t)
 			tc.break_(&f)
 			target := changelog.Target{Revision: f.point.Base.Revision + 4}
-			if tc.want == ReasonPointOutsideWindow {
+			if tc.want == pointreplay.ReasonPointOutsideWindow {
 				target.Revision++
 			}
 			work := tc.work
@@ -184,7 +182,7 @@ func TestAChainThatIsWrongIsRefusedWithItsReason(t *testing.T) {
 			}
 			out := filepath.Join(t.TempDir(), "out.db")
 			_, err := Replay(ctx, f.store, f.at(target), f.base, work, out)
-			reason, refused := Refusal(err)
+			reason, refused := pointreplay.Refusal(err)
 			if err == nil || reason != tc.want || refused != (tc.want != "") {
 				t.Fatalf("Replay = %v: reason %q, refused %v; want %q", err, reason, refused, tc.want)
 			}
@@ -193,47 +191,5 @@ func TestAChainThatIsWrongIsRefusedWithItsReason(t *testing.T) {
 			}
 			t.Log(err)
 		})
-	}
-}
-
-// The flags carry the point whole, by revision and by time; none given is
-// no point; a half-given point is refused.
-func TestPointFlagsRoundTrip(t *testing.T) {
-	b := changelog.Base{Revision: 42, SHA256: pointchain.SHA256([]byte("base"))}
-	chain := changelog.ChainPrefix("tenant-a/etcd", 42)
-	for _, want := range []Point{
-		{},
-		{Chain: chain, Base: b, Target: changelog.Target{Revision: 50}},
-		{Chain: chain, Base: b, Target: changelog.Target{Time: time.Date(2026, 12, 6, 17, 0, 0, 123456789, time.UTC)}},
-	} {
-		var got Point
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		done := Bind(fs, &got)
-		if err := fs.Parse(want.Args()); err != nil {
-			t.Fatal(err)
-		}
-		if err := done(); err != nil || !reflect.DeepEqual(got, want) {
-			t.Fatalf("Bind(%q) = %+v, %v; want %+v", want.Args(), got, err, want)
-		}
-	}
-	for _, args := range [][]string{
-		{"--chain=" + chain},
-		{"--chain=" + chain, "--chain-base-revision=42", "--chain-base-sha256=" + b.SHA256},
-		{"--chain=" + chain, "--chain-base-revision=42", "--chain-base-sha256=" + b.SHA256, "--to-revision=50", "--to-time=2026-12-06T17:00:00Z"},
-		{"--chain=" + changelog.ChainPrefix("tenant-a/etcd", 41), "--chain-base-revision=42", "--chain-base-sha256=" + b.SHA256, "--to-revision=50"},
-		{"--chain=" + chain, "--chain-base-revision=42", "--chain-base-sha256=" + b.SHA256, "--to-revision=41"},
-		{"--chain=" + chain, "--chain-base-revision=42", "--chain-base-sha256=" + b.SHA256, "--to-time=yesterday"},
-	} {
-		var p Point
-		fs := flag.NewFlagSet("t", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		done := Bind(fs, &p)
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		err := done()
-		if reason, refused := Refusal(err); reason != ReasonInvalidPoint || !refused {
-			t.Fatalf("Bind(%q) = %v, want a refused invalid point", args, err)
-		}
 	}
 }
