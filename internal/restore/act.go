@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/artifact"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/cpfence"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
 
@@ -236,10 +237,12 @@ func (r *Reconciler) captureCluster(ctx context.Context, o *observation) error {
 	if o.cluster == nil {
 		cm.Data[captureKeyFrom] = o.prior.name
 	}
-	if point, err := capturePoint(o); err != nil {
-		return err
-	} else if point != "" {
-		cm.Data[captureKeyPoint] = point
+	if o.point != nil && o.point.res.Pinned {
+		point, err := o.point.res.Pin.CaptureText()
+		if err != nil {
+			return err
+		}
+		cm.Data[pointintime.CaptureKey] = point
 	}
 	if err := r.Client.Create(ctx, cm); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create capture ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)

@@ -115,7 +115,7 @@ type capture struct {
 	// stagingJob and stagingClaim are the staging's names ("" in a capture
 	// of an earlier driver: stagingjob.Name of the RestoreJob's UID).
 	stagingJob, stagingClaim string
-	// point is the pin of a restore to a point (point.go), nil for none.
+	// point is the pin of a restore to a point (preflight.go), nil for none.
 	point *pointintime.Pin
 }
 
@@ -226,7 +226,7 @@ func parseCapture(cm *corev1.ConfigMap, rj *backupsv1alpha1.RestoreJob) (*captur
 	if c.app == "" {
 		c.app = applicationName
 	}
-	if c.point, err = parseCapturePoint(cm.Data[captureKeyPoint]); err != nil {
+	if c.point, err = pointintime.ParseCaptureText(cm.Data[pointintime.CaptureKey]); err != nil {
 		return nil, fmt.Errorf("ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
 	}
 	if _, ok := cm.Data[captureKeyRollback]; ok {

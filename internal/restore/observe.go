@@ -58,7 +58,7 @@ type observation struct {
 	optsErr error
 
 	// backup is nil when it does not exist. For a restore to a point
-	// it is the base (point.go), not spec.backupRef's Backup.
+	// it is the base (preflight.go: observePoint), not spec.backupRef's Backup.
 	backup *backupsv1alpha1.Backup
 	// point is a restore to a point's target and base (nil for none).
 	point     *pointState

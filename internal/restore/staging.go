@@ -17,6 +17,8 @@ import (
 	backupsv1alpha1 "github.com/etcd-backup-driver/etcd-backup-driver/api/backups/v1alpha1"
 	etcdv1alpha2 "github.com/etcd-backup-driver/etcd-backup-driver/api/etcdoperator/v1alpha2"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/liverevision"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/pointintime"
+	"github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/pointreplay"
 	stagingjob "github.com/etcd-backup-driver/etcd-backup-driver/internal/tenantjobs/staging"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/textlimit"
 )
@@ -178,7 +180,7 @@ func (r *Reconciler) stagingSpec(o *observation, live int64) stagingjob.Spec {
 	job, claim := stagingNames(o)
 	s := stagingjob.Spec{
 		JobName: job, ClaimName: claim, Namespace: o.job.Namespace, RestoreJobName: o.job.Name, RestoreJobUID: o.job.UID, Image: r.StagingImage,
-		Restore: stagingObject(o.capture.source), Point: stagingPoint(o.capture), LiveRevision: live,
+		Restore: stagingObject(o.capture.source), Point: stagingPoint(o.capture.point), LiveRevision: live,
 		AllowedEndpointCIDRs: r.AllowedEndpointCIDRs, AllowHTTP: o.httpAllowed, CAPEM: r.S3CAPEM,
 	}
 	if rb := o.capture.rollback; rb != nil {
@@ -411,4 +413,14 @@ func (r *Reconciler) observeStaging(ctx context.Context, o *observation) error {
 		}
 	}
 	return nil
+}
+
+// stagingPoint is the point the staging replays to, from the capture's
+// copy of the pin (nil for no point).
+func stagingPoint(pin *pointintime.Pin) *pointreplay.Point {
+	if pin == nil {
+		return nil
+	}
+	p := pin.Replay()
+	return &p
 }
