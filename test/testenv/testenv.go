@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,6 +56,11 @@ type Options struct {
 	// Controllers are the kube-controller-manager's controllers;
 	// empty means DefaultControllers.
 	Controllers []string
+	// WithoutKamaji leaves Kamaji's CRDs out: a platform without Kamaji.
+	// (Deleting them after the install instead raced the API server: a
+	// CRD deleted while its storage still initialises fails its cleanup,
+	// which then backs off for minutes on a loaded machine.)
+	WithoutKamaji bool
 }
 
 // RepoRoot returns the repository's top folder (where go.mod is).
@@ -81,9 +87,12 @@ func CRDPaths() []string {
 		filepath.Join(root, "config", "crd", "external"),
 		filepath.Join(root, "config", "crd", "upstream", "etcd-operator"),
 		filepath.Join(root, "config", "crd", "upstream", "flux"),
-		filepath.Join(root, "config", "crd", "upstream", "kamaji"),
+		KamajiCRDPath(),
 	)
 }
+
+// KamajiCRDPath is the folder of Kamaji's upstream CRDs.
+func KamajiCRDPath() string { return filepath.Join(RepoRoot(), "config", "crd", "upstream", "kamaji") }
 
 // CozystackCRDs are the files of CozystackCRDPath every Env installs (the
 // Makefile's COZYSTACK_CRDS: config/crd/bases no longer has them).
@@ -127,6 +136,9 @@ func StartWith(o Options) (*Env, error) {
 		return nil, err
 	}
 	paths := CRDPaths()
+	if o.WithoutKamaji {
+		paths = slices.DeleteFunc(paths, func(p string) bool { return p == KamajiCRDPath() })
+	}
 	env := &envtest.Environment{
 		CRDDirectoryPaths:     append(paths, o.ExtraCRDPaths...),
 		ErrorIfCRDPathMissing: true,
