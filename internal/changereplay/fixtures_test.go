@@ -2,9 +2,6 @@ package changereplay
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/changelog"
 	"github.com/etcd-backup-driver/etcd-backup-driver/internal/sandbox/etcdproc"
+	"github.com/etcd-backup-driver/etcd-backup-driver/test/pointchain"
 	"github.com/etcd-backup-driver/etcd-backup-driver/test/testenv"
 )
 
@@ -90,25 +88,12 @@ func etcdutlRestore(ctx context.Context, t testing.TB, file string) (string, str
 // revision and sha256.
 func takeBase(ctx context.Context, t testing.TB, cli *clientv3.Client) (string, changelog.Base) {
 	t.Helper()
-	rc, err := cli.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := cli.Get(ctx, "\x00", clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, base := pointchain.Snapshot(ctx, t, cli)
 	path := filepath.Join(t.TempDir(), "base.db")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(b)
-	return path, changelog.Base{Revision: st.Header.Revision, SHA256: hex.EncodeToString(sum[:])}
+	return path, base
 }
 
 // revisionOf is the etcd's current revision.
